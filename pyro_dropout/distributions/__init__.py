@@ -1,0 +1,20 @@
+"""Distributions: the quantised Gaussian prior and the dropout variational families."""
+
+from . import kl
+from .bernoulli_dropout import BernoulliDropout
+from .concrete_dropout import ConcreteDropout
+from .kl import bernoulli_entropy, kl_masked_gaussian
+from .masked_weight import MaskedWeight, mask_dim_for, validate_dropout_rate
+from .quantised_gaussian import QuantisedGaussian
+
+__all__ = [
+    "BernoulliDropout",
+    "ConcreteDropout",
+    "MaskedWeight",
+    "QuantisedGaussian",
+    "bernoulli_entropy",
+    "kl",
+    "kl_masked_gaussian",
+    "mask_dim_for",
+    "validate_dropout_rate",
+]

@@ -1,0 +1,111 @@
+import math
+
+import pytest
+import torch
+from torch.distributions import RelaxedBernoulli
+
+from pyro_dropout.distributions import BernoulliDropout, ConcreteDropout, mask_dim_for
+
+
+def test_bernoulli_masks_whole_input_columns_with_inverted_scaling():
+    torch.manual_seed(0)
+    m = torch.randn(5, 8)
+    w = BernoulliDropout(m, 0.3).rsample(torch.Size([1000]))
+    assert w.shape == (1000, 5, 8)
+    kept = (w != 0).all(dim=-2)  # [1000, 8]: a column is kept as a whole ...
+    dropped = (w == 0).all(dim=-2)
+    assert bool((kept | dropped).all())
+    # ... and scaled by 1 / (1 - p), so that E[W] = M
+    assert torch.allclose(w[0][:, kept[0]], m[:, kept[0]] / 0.7)
+    # drop rate: 8000 Bernoulli(0.3) draws, se = sqrt(.21/8000) = 0.005; 5 se
+    assert abs(dropped.float().mean().item() - 0.3) < 0.025
+
+
+def test_mean_and_variance_match_monte_carlo():
+    torch.manual_seed(1)
+    m = torch.randn(3, 4, dtype=torch.float64)
+    q = BernoulliDropout(m, 0.2)
+    w = q.rsample(torch.Size([200000]))
+    # relative MC error of mean/var with 2e5 draws is ~1e-2 at worst for these sizes
+    assert torch.allclose(w.mean(0), q.mean, atol=0.02)
+    assert torch.allclose(w.var(0), q.variance, rtol=0.05, atol=1e-3)
+
+
+def test_rsample_is_reparameterised_in_loc():
+    m = torch.randn(3, 4, requires_grad=True)
+    BernoulliDropout(m, 0.5).rsample().sum().backward()
+    assert m.grad is not None and (m.grad != 0).any()
+
+
+def test_concrete_is_differentiable_in_p_and_tends_to_bernoulli():
+    torch.manual_seed(0)
+    p = torch.tensor(0.3, requires_grad=True)
+    m = torch.ones(2, 1000)
+    w = ConcreteDropout(m, p, temperature=0.1).rsample()
+    w.sum().backward()
+    assert p.grad is not None and torch.isfinite(p.grad)
+    # at t = 0.1 most relaxed masks are within 0.1 of 0 or 1 (mass concentrates on the ends)
+    keep = (w[0] * 0.7).detach()
+    assert ((keep < 0.1) | (keep > 0.9)).float().mean() > 0.8
+    assert abs((keep < 0.5).float().mean().item() - 0.3) < 0.05
+
+
+def test_concrete_log_prob_matches_relaxed_bernoulli():
+    p, t = torch.tensor(0.3), 0.1
+    q = ConcreteDropout(torch.ones(1, 3), p, temperature=t)
+    z = torch.tensor([0.01, 0.3, 0.9])
+    expected = RelaxedBernoulli(torch.tensor(t), probs=p).log_prob(z)
+    assert torch.allclose(q.log_prob_keep(1 - z), expected, atol=1e-5)
+    # log_prob of a value sums the units' densities
+    value = torch.ones(1, 3) * (1 - z) / (1 - p)
+    assert torch.allclose(q.log_prob(value), expected.sum(), atol=1e-4)
+
+
+def test_bernoulli_log_prob_is_the_mass_of_the_mask():
+    m = torch.tensor([[1.0, 2.0, 0.0], [3.0, 0.0, 0.0]])  # the third column is all zero
+    q = BernoulliDropout(m, 0.25)
+    value = torch.stack([m[:, 0] / 0.75, torch.zeros(2), torch.zeros(2)], dim=-1)
+    # column 0 kept, column 1 dropped, column 2 uninformative (mass p + 1 - p = 1)
+    assert torch.allclose(q.log_prob(value), torch.tensor(math.log(0.75) + math.log(0.25)))
+
+
+def test_point_mass_has_no_randomness():
+    m = torch.randn(4)
+    q = BernoulliDropout(m, 0.0, event_dim=1)
+    assert q.is_point_mass and torch.equal(q.rsample(torch.Size([3])), m.expand(3, 4))
+    assert torch.equal(q.log_prob(m), torch.tensor(0.0))
+
+
+def test_expand_keeps_family_and_shares_parameters():
+    p = torch.tensor(0.2, requires_grad=True)
+    q = ConcreteDropout(torch.randn(3, 4), p, temperature=0.5).expand([6, 1])
+    assert type(q) is ConcreteDropout and q.batch_shape == (6, 1) and q.event_shape == (3, 4)
+    assert q.temperature == 0.5 and q.rsample().shape == (6, 1, 3, 4)
+    # one mask per particle: each draw differs
+    s = q.rsample()
+    assert not torch.allclose(s[0], s[1])
+
+
+def test_conv_weights_mask_input_channels():
+    torch.manual_seed(0)
+    assert mask_dim_for(4) == -3 and mask_dim_for(2) == -1 and mask_dim_for(1) == -1
+    w = BernoulliDropout(torch.ones(6, 5, 3, 3), 0.5, event_dim=4).rsample()
+    per_channel = (w != 0).flatten(-2).all(-1).all(0) | (w == 0).flatten(-2).all(-1).all(0)
+    assert bool(per_channel.all())
+
+
+@pytest.mark.parametrize("p", [-0.1, 1.0, 1.5, float("nan")])
+def test_rate_outside_unit_interval_is_rejected(p):
+    with pytest.raises(ValueError, match="dropout probability"):
+        BernoulliDropout(torch.zeros(2, 2), p)
+
+
+@pytest.mark.parametrize("t", [0.0, -1.0, float("inf")])
+def test_bad_temperature(t):
+    with pytest.raises(ValueError, match="temperature"):
+        ConcreteDropout(torch.zeros(2, 2), 0.1, temperature=t)
+
+
+def test_event_dim_must_fit():
+    with pytest.raises(ValueError, match="event_dim"):
+        BernoulliDropout(torch.zeros(3), 0.1, event_dim=2)
