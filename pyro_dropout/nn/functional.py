@@ -1,0 +1,135 @@
+r"""Layer functions that broadcast sampled weights over particle and sample dims.
+
+Under ``vectorize_particles=True`` or ``Predictive(parallel=True)`` a global weight of
+shape ``[out, in]`` is sampled with batch shape ``[S, 1]`` (``S`` draws; the ``1`` is the
+slot of the data plate), i.e. as ``[S, 1, out, in]``. ``x @ W.T`` would then give
+``[S, 1, N, out]`` and the likelihood would broadcast silently to ``[S, S, N]``. These
+functions drop trailing singleton batch dims (the plate slots) of weights and biases,
+so that outputs come out as ``[S, N, out]``.
+
+Usage::
+
+    def model(x, y=None):
+        w = pyro.sample("w", QuantisedGaussian(0.0, 1.0).expand([50, 1]).to_event(2))
+        h = linear(x, w)          # [N, 50], or [S, N, 50] under vectorised draws
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+__all__ = ["conv2d", "linear", "strip_plate_slots"]
+
+
+def strip_plate_slots(t: torch.Tensor, core_dim: int) -> torch.Tensor:
+    """Drop the trailing size-1 batch dims left of the last ``core_dim`` dims of ``t``."""
+    batch = t.shape[: t.dim() - core_dim]
+    keep = len(batch)
+    while keep > 0 and batch[keep - 1] == 1:
+        keep -= 1
+    if keep == len(batch):
+        return t
+    return t.reshape(batch[:keep] + t.shape[t.dim() - core_dim :])
+
+
+def _batch_shape(what: str, *shapes: torch.Size) -> torch.Size:
+    try:
+        return torch.broadcast_shapes(*shapes)
+    except RuntimeError as e:
+        raise ValueError(
+            f"{what}: sample/batch dims {[tuple(s) for s in shapes]} do not broadcast"
+        ) from e
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    r"""``x @ weight.T + bias`` for weights with leading sample dims.
+
+    :param x: inputs ``[..., N, in]`` (leading dims: sample/particle dims of earlier layers).
+    :param weight: ``[*S, out, in]``, possibly with plate slots ``[*S, 1, out, in]``.
+    :param bias: ``[*S, out]`` (or with plate slots), optional.
+    :returns: ``[*S, ..., N, out]`` with the plate slots removed.
+    """
+    if weight.dim() < 2:
+        raise ValueError(
+            f"linear: weight must be at least 2-d [out, in], got shape {tuple(weight.shape)}"
+        )
+    if x.shape[-1] != weight.shape[-1]:
+        raise ValueError(
+            f"linear: input has {x.shape[-1]} features (shape {tuple(x.shape)}) but the weight of "
+            f"shape {tuple(weight.shape)} expects {weight.shape[-1]}"
+        )
+    weight = strip_plate_slots(weight, 2)
+    if x.dim() >= 2:
+        _batch_shape("linear", x.shape[:-2], weight.shape[:-2])
+    if weight.dim() == 2:
+        out = F.linear(x, weight)
+    elif x.dim() == 2:
+        # one GEMM for all draws: [N, in] @ [in, S*out] -> [S, N, out]
+        s_shape = weight.shape[:-2]
+        flat = weight.reshape(-1, weight.shape[-1])
+        out = F.linear(x, flat).reshape(x.shape[0], *s_shape, weight.shape[-2])
+        out = out.movedim(0, -2)
+    else:
+        out = torch.matmul(x, weight.transpose(-1, -2))
+    if bias is not None:
+        if bias.shape[-1] != out.shape[-1]:
+            raise ValueError(
+                f"linear: bias of shape {tuple(bias.shape)} does not match {out.shape[-1]} outputs"
+            )
+        b = strip_plate_slots(bias, 1)
+        # a bias with sample dims [*S, out] must skip the N dim of out [*S, N, out]
+        out = out + (b.unsqueeze(-2) if b.dim() > 1 and x.dim() >= 2 else b)
+    return out
+
+
+def conv2d(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    stride: int | tuple[int, int] = 1,
+    padding: int | tuple[int, int] | str = 0,
+    dilation: int | tuple[int, int] = 1,
+    groups: int = 1,
+) -> torch.Tensor:
+    r"""2-d convolution for weights with leading sample dims.
+
+    :param x: images ``[..., N, C, H, W]``.
+    :param weight: ``[*S, out, C/groups, kh, kw]``, possibly with plate slots.
+    :param bias: ``[*S, out]``, optional.
+    :returns: ``[*S, N, out, H', W']`` (batch dims of ``x`` and ``weight`` broadcast).
+
+    All draws run as one grouped convolution.
+    """
+    if x.dim() < 4 or weight.dim() < 4:
+        raise ValueError(
+            f"conv2d: expected x [..., N, C, H, W] and weight [..., out, in, kh, kw], got "
+            f"{tuple(x.shape)} and {tuple(weight.shape)}"
+        )
+    if x.shape[-3] != weight.shape[-3] * groups:
+        raise ValueError(
+            f"conv2d: input has {x.shape[-3]} channels (shape {tuple(x.shape)}) but the weight of "
+            f"shape {tuple(weight.shape)} with groups={groups} expects {weight.shape[-3] * groups}"
+        )
+    weight = strip_plate_slots(weight, 4)
+    b = None if bias is None else strip_plate_slots(bias, 1)
+    batch = _batch_shape(
+        "conv2d", x.shape[:-4], weight.shape[:-4], *(() if b is None else (b.shape[:-1],))
+    )
+    if not batch:
+        return F.conv2d(x, weight, b, stride, padding, dilation, groups)
+    s = math.prod(batch)
+    n, c, h, w = x.shape[-4:]
+    xs = (
+        x.expand(batch + x.shape[-4:])
+        .reshape(s, n, c, h, w)
+        .transpose(0, 1)
+        .reshape(n, s * c, h, w)
+    )
+    ws = weight.expand(batch + weight.shape[-4:]).reshape(s * weight.shape[-4], *weight.shape[-3:])
+    bs = None if b is None else b.expand(batch + b.shape[-1:]).reshape(-1)
+    out = F.conv2d(xs, ws, bs, stride, padding, dilation, groups * s)
+    out = out.reshape(n, s, weight.shape[-4], *out.shape[-2:]).transpose(0, 1)
+    return out.reshape(batch + out.shape[1:])

@@ -1,0 +1,161 @@
+r"""Bayesian layers: weights and biases are Pyro sample sites with quantised Gaussian priors."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from pyro.distributions.torch_distribution import TorchDistributionMixin
+from pyro.nn import PyroModule, PyroSample
+
+from ..distributions import QuantisedGaussian
+from .functional import conv2d, linear
+
+__all__ = ["Conv2d", "Linear", "prior_scale_from_length_scale", "sample_site"]
+
+
+def sample_site(prior: Callable[[Any], Any]) -> Any:
+    """A ``PyroSample`` attribute: a ``PyroModule`` turns it into a sampled tensor on access."""
+    return PyroSample(prior)
+
+
+def prior_scale_from_length_scale(length_scale: float, what: str = "length_scale") -> float:
+    """The prior standard deviation :math:`s = 1/l` for a prior length-scale :math:`l > 0`."""
+    if not (
+        isinstance(length_scale, int | float) and math.isfinite(length_scale) and length_scale > 0
+    ):
+        raise ValueError(f"{what} must be a positive finite number, got {length_scale!r}")
+    return 1.0 / float(length_scale)
+
+
+class _BayesianLayer(PyroModule):
+    """Holds prior scales as buffers so ``.to(device)`` / ``.double()`` move the priors too."""
+
+    weight_shape: tuple[int, ...]
+    weight: torch.Tensor
+    bias: torch.Tensor | None
+    prior_weight_scale: torch.Tensor
+    prior_bias_scale: torch.Tensor
+    prior_loc: torch.Tensor
+
+    def _init_priors(
+        self,
+        weight_shape: tuple[int, ...],
+        bias: bool,
+        length_scale: float,
+        bias_length_scale: float | None,
+        resolution: float | None,
+    ) -> None:
+        self.weight_shape = weight_shape
+        self.resolution = resolution
+        self.register_buffer("prior_loc", torch.tensor(0.0))
+        self.register_buffer(
+            "prior_weight_scale", torch.tensor(prior_scale_from_length_scale(length_scale))
+        )
+        bls = length_scale if bias_length_scale is None else bias_length_scale
+        self.register_buffer(
+            "prior_bias_scale",
+            torch.tensor(prior_scale_from_length_scale(bls, "bias_length_scale")),
+        )
+        self.weight = sample_site(type(self)._weight_prior)
+        self.bias = sample_site(type(self)._bias_prior) if bias else None
+
+    def _weight_prior(self) -> TorchDistributionMixin:
+        prior = QuantisedGaussian(self.prior_loc, self.prior_weight_scale, self.resolution)
+        return prior.expand(self.weight_shape).to_event(len(self.weight_shape))
+
+    def _bias_prior(self) -> TorchDistributionMixin:
+        prior = QuantisedGaussian(self.prior_loc, self.prior_bias_scale, self.resolution)
+        return prior.expand(self.weight_shape[:1]).to_event(1)
+
+
+class Linear(_BayesianLayer):
+    r"""A Bayesian ``nn.Linear``: ``weight`` ``[out, in]`` and ``bias`` ``[out]`` are sample sites.
+
+    Each has the prior :math:`\mathcal{N}(0, l^{-2})` quantised (see
+    :class:`~pyro_dropout.distributions.QuantisedGaussian`), with prior length-scale
+    :math:`l` = ``length_scale``. The forward pass broadcasts over leading sample and
+    particle dims of the weights (:func:`~pyro_dropout.nn.functional.linear`).
+
+    Usage::
+
+        class Net(PyroModule):
+            def __init__(self):
+                super().__init__()
+                self.fc1, self.fc2 = Linear(1, 50), Linear(50, 1)
+
+    :param length_scale: prior length-scale of the weights (prior std ``1/length_scale``).
+    :param bias_length_scale: prior length-scale of the bias (default: ``length_scale``).
+    :param resolution: quantisation grid width of the prior (see ``QuantisedGaussian``).
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        bias: bool = True,
+        *,
+        length_scale: float = 1.0,
+        bias_length_scale: float | None = None,
+        resolution: float | None = None,
+    ) -> None:
+        super().__init__()
+        if in_features < 1 or out_features < 1:
+            raise ValueError(
+                f"Linear: sizes must be positive, got in={in_features}, out={out_features}"
+            )
+        self.in_features, self.out_features = in_features, out_features
+        self._init_priors(
+            (out_features, in_features), bias, length_scale, bias_length_scale, resolution
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return linear(x, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}"
+
+
+class Conv2d(_BayesianLayer):
+    r"""A Bayesian ``nn.Conv2d``: ``weight`` ``[out, in/groups, kh, kw]`` and ``bias`` are sites.
+
+    Dropout masks the *input channels* of the weight (Gal & Ghahramani, 2016: dropout
+    before each convolution). The forward pass runs all weight draws as one grouped
+    convolution (:func:`~pyro_dropout.nn.functional.conv2d`).
+    """
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: int | tuple[int, int],
+        stride: int | tuple[int, int] = 1,
+        padding: int | tuple[int, int] | str = 0,
+        dilation: int | tuple[int, int] = 1,
+        groups: int = 1,
+        bias: bool = True,
+        *,
+        length_scale: float = 1.0,
+        bias_length_scale: float | None = None,
+        resolution: float | None = None,
+    ) -> None:
+        super().__init__()
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(
+                f"Conv2d: channels ({in_channels}, {out_channels}) not divisible by groups={groups}"
+            )
+        kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+        shape = (out_channels, in_channels // groups, kh, kw)
+        self._init_priors(shape, bias, length_scale, bias_length_scale, resolution)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return conv2d(
+            x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
+        )
+
+    def extra_repr(self) -> str:
+        return f"{self.in_channels}, {self.out_channels}, kernel_size={self.weight_shape[2:]}"

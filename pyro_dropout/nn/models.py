@@ -1,0 +1,157 @@
+r"""Ready-made Bayesian networks: regression (fixed, learned, varying noise) and classification."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any, Literal, cast
+
+import pyro
+import pyro.distributions as dist
+import torch
+from pyro.nn import PyroModule
+
+from .layers import Linear, sample_site
+
+__all__ = ["MLP"]
+
+Likelihood = Literal["normal", "heteroscedastic", "categorical"]
+_ACTIVATIONS = {
+    "relu": torch.relu,
+    "tanh": torch.tanh,
+    "sigmoid": torch.sigmoid,
+    "gelu": torch.nn.functional.gelu,
+}
+
+
+class MLP(PyroModule):
+    r"""A fully connected Bayesian network with a likelihood, ready for :class:`DropoutGuide`.
+
+    ``forward(x, y=None, num_data=None)`` runs the network and observes ``y`` in a plate
+    ``"data"`` over the rows of ``x``. With minibatches, pass the full data set size as
+    ``num_data``: the likelihood is then scaled by ``num_data / len(x)``.
+
+    Likelihoods (``likelihood=``):
+
+    * ``"normal"``: :math:`y \sim \mathcal{N}(f(x), \tau^{-1})` with a fixed precision
+      ``tau`` (a float), or with ``tau="learned"``: a latent site ``"tau"`` with a
+      :math:`\mathrm{Gamma}(a, b)` prior (``tau_prior=(a, b)``, default (0.1, 0.01) as in
+      Concrete dropout, appendix D), fitted by MAP by :class:`DropoutGuide`.
+    * ``"heteroscedastic"``: the network outputs a mean and a log-variance per output.
+    * ``"categorical"``: ``out_features`` classes,
+      :math:`y \sim \mathrm{Categorical}(\mathrm{softmax} f(x))`.
+
+    The network output is recorded as a deterministic site, ``"mean"`` (regression;
+    plus ``"log_var"`` when heteroscedastic) or ``"logits"`` (classification), so that
+    predictions can separate epistemic from aleatoric uncertainty.
+
+    Usage::
+
+        model = MLP(13, hidden=(50,), tau=0.1)
+        guide = DropoutGuide(model, dropout=0.05)
+
+    :param length_scale: prior length-scale :math:`l` of every weight (prior std ``1/l``).
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int = 1,
+        hidden: Sequence[int] = (50,),
+        *,
+        likelihood: Likelihood = "normal",
+        tau: float | Literal["learned"] = 1.0,
+        tau_prior: tuple[float, float] = (0.1, 0.01),
+        activation: str = "relu",
+        length_scale: float = 1.0,
+    ) -> None:
+        super().__init__()
+        if likelihood not in ("normal", "heteroscedastic", "categorical"):
+            raise ValueError(f"MLP: unknown likelihood {likelihood!r}")
+        if activation not in _ACTIVATIONS:
+            raise ValueError(
+                f"MLP: unknown activation {activation!r}; choose from {sorted(_ACTIVATIONS)}"
+            )
+        if likelihood == "categorical" and out_features < 2:
+            raise ValueError("MLP: a categorical likelihood needs out_features >= 2 classes")
+        self.likelihood = likelihood
+        self.out_features = out_features
+        self.activation = activation
+        sizes = [in_features, *hidden]
+        n_out = 2 * out_features if likelihood == "heteroscedastic" else out_features
+        self.hidden: Any = cast(Any, PyroModule)[torch.nn.ModuleList](
+            [Linear(a, b, length_scale=length_scale) for a, b in itertools.pairwise(sizes)]
+        )
+        self.output = Linear(sizes[-1], n_out, length_scale=length_scale)
+        self.tau_learned = tau == "learned"
+        if likelihood == "normal":
+            if self.tau_learned:
+                a, b = tau_prior
+                if not (a > 0 and b > 0):
+                    raise ValueError(
+                        f"MLP: tau_prior must be positive (shape, rate), got {tau_prior}"
+                    )
+                self.register_buffer("tau_prior_rate", torch.tensor(float(b)))
+                self.register_buffer("tau_prior_shape", torch.tensor(float(a)))
+                self.tau = sample_site(type(self)._tau_prior)
+            else:
+                if not (isinstance(tau, int | float) and math.isfinite(tau) and tau > 0):
+                    raise ValueError(f"MLP: tau must be a positive float or 'learned', got {tau!r}")
+                self.fixed_tau = float(tau)
+
+    def _tau_prior(self) -> dist.Gamma:
+        return dist.Gamma(self.tau_prior_shape, self.tau_prior_rate)
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """The network output ``f(x)``, shape ``[*S, N, n_out]``."""
+        act = _ACTIVATIONS[self.activation]
+        h = x
+        for layer in self.hidden:
+            h = act(layer(h))
+        return self.output(h)
+
+    def forward(
+        self, x: torch.Tensor, y: torch.Tensor | None = None, num_data: int | None = None
+    ) -> torch.Tensor:
+        if x.dim() != 2:
+            raise ValueError(f"MLP: x must be [N, features], got shape {tuple(x.shape)}")
+        n = x.shape[0]
+        if y is not None and y.shape[0] != n:
+            raise ValueError(f"MLP: x has {n} rows but y has {y.shape[0]}")
+        tau = (self.tau if self.tau_learned else None) if self.likelihood == "normal" else None
+        f = self.features(x)
+        scale = 1.0 if num_data is None else num_data / n
+        with pyro.plate("data", n, dim=-1), pyro.poutine.scale(scale=scale):
+            return self._observe(f, y, tau)
+
+    def _observe(
+        self, f: torch.Tensor, y: torch.Tensor | None, tau: torch.Tensor | None
+    ) -> torch.Tensor:
+        single = self.out_features == 1
+        if self.likelihood == "categorical":
+            logits = pyro.deterministic("logits", f)
+            return pyro.sample("obs", dist.Categorical(logits=logits), obs=y)
+        if self.likelihood == "heteroscedastic":
+            mean, log_var = f[..., : self.out_features], f[..., self.out_features :]
+            mean = pyro.deterministic(
+                "mean", mean.squeeze(-1) if single else mean, event_dim=0 if single else 1
+            )
+            log_var = pyro.deterministic(
+                "log_var", log_var.squeeze(-1) if single else log_var, event_dim=0 if single else 1
+            )
+            noise = dist.Normal(mean, torch.exp(0.5 * log_var))
+        else:
+            mean = pyro.deterministic(
+                "mean", f.squeeze(-1) if single else f, event_dim=0 if single else 1
+            )
+            # tau is [] or [S, 1] (sample dim, data-plate slot); outputs need one more dim
+            sd = (
+                self.fixed_tau**-0.5
+                if tau is None
+                else tau.rsqrt()
+                if single
+                else tau.rsqrt().unsqueeze(-1)
+            )
+            noise = dist.Normal(mean, sd)
+        return pyro.sample("obs", noise if single else noise.to_event(1), obs=y)

@@ -1,0 +1,93 @@
+import pyro
+import pytest
+import torch
+from pyro import poutine
+from pyro.poutine.util import site_is_subsample
+
+from pyro_dropout.distributions import QuantisedGaussian
+from pyro_dropout.guides import base_prior
+from pyro_dropout.nn import MLP, Conv2d, Linear
+
+
+def _trace(model, *args, **kwargs):
+    return poutine.trace(model).get_trace(*args, **kwargs)
+
+
+def test_linear_sites_have_quantised_gaussian_priors_from_the_length_scale():
+    layer = Linear(3, 4, length_scale=2.0, bias_length_scale=0.5)
+    tr = _trace(layer, torch.randn(6, 3))
+    w, b = tr.nodes["weight"], tr.nodes["bias"]
+    assert w["fn"].event_shape == (4, 3) and b["fn"].event_shape == (4,)
+    assert isinstance(base_prior(w["fn"]), QuantisedGaussian)
+    assert torch.allclose(base_prior(w["fn"]).scale, torch.tensor(0.5))
+    assert torch.allclose(base_prior(b["fn"]).scale, torch.tensor(2.0))
+    assert tr.nodes["_RETURN"]["value"].shape == (6, 4)
+
+
+def test_layers_follow_dtype():
+    layer = Linear(3, 4).double()
+    tr = _trace(layer, torch.randn(6, 3, dtype=torch.float64))
+    assert tr.nodes["weight"]["value"].dtype == torch.float64
+    conv = Conv2d(2, 3, 3, padding=1).double()
+    tr = _trace(conv, torch.randn(1, 2, 5, 5, dtype=torch.float64))
+    assert tr.nodes["weight"]["value"].shape == (3, 2, 3, 3)
+    assert tr.nodes["_RETURN"]["value"].shape == (1, 3, 5, 5)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("inf")])
+def test_bad_length_scale(bad):
+    with pytest.raises(ValueError, match="length_scale"):
+        Linear(2, 2, length_scale=bad)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "y", "sites"),
+    [
+        ({"tau": 2.0}, torch.randn(8), {"mean", "obs"}),
+        ({"tau": "learned"}, torch.randn(8), {"mean", "obs", "tau"}),
+        ({"likelihood": "heteroscedastic"}, torch.randn(8), {"mean", "log_var", "obs"}),
+        (
+            {"likelihood": "categorical", "out_features": 3},
+            torch.randint(0, 3, (8,)),
+            {"logits", "obs"},
+        ),
+        ({"out_features": 2, "tau": "learned"}, torch.randn(8, 2), {"mean", "obs", "tau"}),
+    ],
+)
+def test_mlp_variants(kwargs, y, sites):
+    model = MLP(4, hidden=(5, 6), **kwargs)
+    tr = _trace(model, torch.randn(8, 4), y)
+    names = {n for n, s in tr.nodes.items() if s["type"] == "sample" and not site_is_subsample(s)}
+    weights = {
+        "hidden.0.weight",
+        "hidden.0.bias",
+        "hidden.1.weight",
+        "hidden.1.bias",
+        "output.weight",
+        "output.bias",
+    }
+    assert names == weights | sites
+    assert tr.nodes["obs"]["value"].shape == y.shape
+
+
+def test_mlp_scales_minibatches():
+    model = MLP(2, hidden=(3,))
+    tr = _trace(model, torch.randn(10, 2), torch.randn(10), num_data=1000)
+    assert tr.nodes["obs"]["scale"] == pytest.approx(100.0)
+
+
+def test_mlp_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="likelihood"):
+        MLP(2, likelihood="poisson")
+    with pytest.raises(ValueError, match="tau"):
+        MLP(2, tau=-1.0)
+    with pytest.raises(ValueError, match="rows"):
+        MLP(2)(torch.randn(5, 2), torch.randn(4))
+    with pytest.raises(ValueError, match="classes"):
+        MLP(2, likelihood="categorical", out_features=1)
+
+
+def test_mlp_prior_sample_runs_without_data():
+    pyro.set_rng_seed(0)
+    out = MLP(2, hidden=(3,))(torch.randn(5, 2))
+    assert out.shape == (5,)
