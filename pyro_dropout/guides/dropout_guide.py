@@ -1,0 +1,268 @@
+r"""``DropoutGuide``: an autoguide whose variational family is dropout."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from contextlib import ExitStack
+from dataclasses import dataclass
+from dataclasses import replace as _replace
+from operator import attrgetter
+from typing import Any
+
+import pyro
+import pyro.distributions as dist
+import torch
+from pyro.infer.autoguide import AutoGuide
+from pyro.infer.autoguide.initialization import InitMessenger
+from pyro.infer.autoguide.utils import deep_setattr
+from pyro.nn import PyroModule, PyroParam
+from pyro.ops.tensor_utils import periodic_repeat
+from torch.distributions import constraints
+
+from ..distributions import BernoulliDropout, ConcreteDropout, validate_dropout_rate
+from .initialization import base_prior, init_to_fan_in, is_gaussian_prior
+
+__all__ = ["DropoutGuide", "DropoutSpec"]
+
+DropoutSpec = float | Mapping[str, float] | Callable[[str, Any], float]
+
+
+@dataclass(frozen=True)
+class _Role:
+    """How the guide treats one latent site."""
+
+    masked: bool  # dropout family (True) or a MAP point estimate (False)
+    event_dim: int
+    p: float = 0.0  # fixed rate (Bernoulli) or initial rate (Concrete)
+    learn_p: bool = False
+    frames: tuple = ()
+    get: Callable = attrgetter("")  # reads the site's parameter from a PyroModule
+
+
+def _check_spec(spec: DropoutSpec, what: str) -> None:
+    if isinstance(spec, Mapping):
+        for name, p in spec.items():
+            validate_dropout_rate(p, f"DropoutGuide: {what} for site '{name}'")
+    elif not callable(spec):
+        validate_dropout_rate(spec, f"DropoutGuide: {what}")
+
+
+class DropoutGuide(AutoGuide):
+    r"""Dropout as a variational family, as a Pyro autoguide.
+
+    Each weight tensor (a latent site with a Gaussian or
+    :class:`~pyro_dropout.distributions.QuantisedGaussian` prior and two or more event
+    dims) is sampled from the dropout family :math:`W = M\,\mathrm{diag}(z)/(1-p)`
+    (paper [1], eq. 5-7), with masks over its input units: Bernoulli masks with fixed
+    ``p`` (:class:`~pyro_dropout.distributions.BernoulliDropout`), or Concrete masks with
+    ``p`` learned per site (``concrete=True``, paper [2],
+    :class:`~pyro_dropout.distributions.ConcreteDropout`). Vector and scalar sites with
+    Gaussian priors (biases) get the same family with ``p = 0``, a point mass. Every
+    other continuous latent site (a noise precision with a Gamma prior, say) gets a point
+    estimate, fitted by MAP. Each model site is sampled directly from its family, so
+    :class:`~pyro_dropout.infer.DropoutELBO` and :class:`~pyro_dropout.infer.BBAlpha`
+    use the analytic KL of :mod:`pyro_dropout.distributions.kl`.
+
+    Usage::
+
+        guide = DropoutGuide(model, dropout=0.1)       # Bernoulli masks, fixed p
+        guide = DropoutGuide(model, concrete=True)     # Concrete masks, p learned per site
+        guide.dropout_rates()                          # {"fc1.weight": tensor(0.1), ...}
+        guide.median()                                 # expected weights E_q[W] = M
+
+    :param model: a Pyro model.
+    :param dropout: fixed drop probabilities (Bernoulli masks): a float for every weight
+        tensor, a dict ``{site: p}`` that must name every weight tensor (and may name
+        vector sites, to mask their elements), or a callable ``(name, site) -> p``
+        called for each weight tensor. Used only when ``concrete=False``.
+    :param concrete: learn ``p`` per site with Concrete masks.
+    :param temperature: Concrete relaxation temperature, > 0 (default 0.1 as in [2]).
+    :param init_dropout: initial ``p`` for ``concrete=True``, in the same forms as
+        ``dropout``; a site given 0 keeps ``p = 0`` and is not learned.
+    :param point_estimates: names of sites to fit by MAP whatever their prior.
+    :param init_loc_fn: per-site initialisation of the variational means
+        (default :func:`~pyro_dropout.guides.init_to_fan_in`).
+    :param create_plates: as for :class:`~pyro.infer.autoguide.AutoGuide`.
+
+    References
+
+    [1] Y. Gal, Z. Ghahramani. *Dropout as a Bayesian Approximation.* ICML 2016.
+    [2] Y. Gal, J. Hron, A. Kendall. *Concrete Dropout.* NeurIPS 2017.
+    """
+
+    def __init__(
+        self,
+        model: Callable,
+        dropout: DropoutSpec = 0.1,
+        *,
+        concrete: bool = False,
+        temperature: float = 0.1,
+        init_dropout: DropoutSpec = 0.1,
+        point_estimates: tuple[str, ...] | list[str] = (),
+        init_loc_fn: Callable = init_to_fan_in,
+        create_plates: Callable | None = None,
+    ) -> None:
+        if not (
+            isinstance(temperature, int | float) and math.isfinite(temperature) and temperature > 0
+        ):
+            raise ValueError(
+                f"DropoutGuide: temperature must be a positive float, got {temperature!r}"
+            )
+        if concrete and not (isinstance(dropout, float) and dropout == 0.1):
+            raise ValueError(
+                "DropoutGuide: concrete=True learns p; give its starting values with init_dropout= "
+                "(dropout= sets the fixed rates of Bernoulli masks)"
+            )
+        _check_spec(dropout, "dropout")
+        _check_spec(init_dropout, "init_dropout")
+        self.concrete = bool(concrete)
+        self.temperature = float(temperature)
+        self._rates: DropoutSpec = init_dropout if concrete else dropout
+        self.point_estimates = tuple(point_estimates)
+        self.init_loc_fn = init_loc_fn
+        self._roles: dict[str, _Role] = {}
+        super().__init__(InitMessenger(init_loc_fn)(model), create_plates=create_plates)
+
+    # --- set-up ----------------------------------------------------------------------
+    def _rate(self, name: str, site: dict, matrix: bool) -> float:
+        spec = self._rates
+        what = "init_dropout" if self.concrete else "dropout"
+        if isinstance(spec, Mapping):
+            if name in spec:
+                p = spec[name]
+            elif matrix:
+                raise ValueError(
+                    f"DropoutGuide: the {what} dict has no rate for the weight site '{name}' "
+                    "(give 0.0 for no dropout)"
+                )
+            else:
+                return 0.0
+        elif not matrix:
+            return 0.0
+        else:
+            p = spec(name, site) if callable(spec) else spec
+        validate_dropout_rate(p, f"DropoutGuide: {what} for site '{name}'")
+        return float(p)
+
+    def _role(self, name: str, site: dict) -> _Role:
+        fn = site["fn"]
+        frames = tuple(f for f in site["cond_indep_stack"] if f.vectorized)
+        prior = type(base_prior(fn)).__name__
+        if getattr(fn.support, "is_discrete", False):
+            raise ValueError(
+                f"DropoutGuide: site '{name}' is discrete ({prior}); the guide handles continuous "
+                "latent sites only: marginalise it (enumeration) or observe it"
+            )
+        if name in self.point_estimates:
+            return _Role(False, fn.event_dim, frames=frames)
+        matrix = fn.event_dim >= 2
+        named = isinstance(self._rates, Mapping) and name in self._rates
+        if is_gaussian_prior(fn):
+            p = self._rate(name, site, matrix)
+            return _Role(True, fn.event_dim, p, learn_p=self.concrete and p > 0, frames=frames)
+        if matrix or named:
+            raise ValueError(
+                f"DropoutGuide: site '{name}' has a {prior} prior, but the dropout family has an "
+                "analytic KL only against QuantisedGaussian or Normal priors; use one of those, or "
+                f"fit the site by MAP with point_estimates=['{name}']"
+            )
+        return _Role(False, fn.event_dim, frames=frames)
+
+    def _setup_prototype(self, *args: Any, **kwargs: Any) -> None:
+        super()._setup_prototype(*args, **kwargs)
+        assert self.prototype_trace is not None
+        self.locs = PyroModule()
+        self.rates = PyroModule()
+        self._roles = {}
+        for name, site in self.prototype_trace.iter_stochastic_nodes():
+            role = self._role(name, site)
+            self._roles[name] = role = _replace(role, get=attrgetter(name))
+            init = site["value"].detach()
+            for frame in role.frames:  # subsampled plates: keep full-size parameters
+                full_size = frame.full_size or frame.size
+                if full_size != frame.size:
+                    init = periodic_repeat(init, full_size, frame.dim - role.event_dim).contiguous()
+            constraint = constraints.real if role.masked else site["fn"].support
+            deep_setattr(self.locs, name, PyroParam(init, constraint, role.event_dim))
+            if role.learn_p:
+                p0 = torch.tensor(role.p, dtype=init.dtype, device=init.device)
+                deep_setattr(self.rates, name, PyroParam(p0, constraints.unit_interval))
+        if isinstance(self._rates, Mapping):
+            unknown = sorted(set(self._rates) - set(self._roles))
+            if unknown:
+                raise ValueError(
+                    f"DropoutGuide: dropout rates given for sites not in the model: {unknown}"
+                )
+
+    # --- the guide -------------------------------------------------------------------
+    def _loc(self, name: str, role: _Role, plates: dict) -> torch.Tensor:
+        loc = self._roles[name].get(self.locs)
+        for frame in role.frames:
+            plate = plates[frame.name]
+            if plate.size != plate.subsample_size:
+                loc = loc.index_select(frame.dim - role.event_dim, plate.indices)
+        return loc
+
+    def _rate_of(self, name: str, role: _Role) -> torch.Tensor | float:
+        return role.get(self.rates) if role.learn_p else role.p
+
+    def family(self, name: str, plates: dict | None = None) -> dist.TorchDistribution:
+        """The variational distribution of site ``name`` (outside any particle plate)."""
+        role = self._roles[name]
+        loc = self._loc(name, role, plates or {})
+        if not role.masked:
+            return dist.Delta(loc, event_dim=role.event_dim)
+        p = self._rate_of(name, role)
+        if role.learn_p:
+            return ConcreteDropout(loc, p, self.temperature, role.event_dim, validate_args=False)
+        return BernoulliDropout(loc, p, role.event_dim, validate_args=False)
+
+    def forward(self, *args: Any, **kwargs: Any) -> dict[str, torch.Tensor]:
+        if self.prototype_trace is None:
+            self._setup_prototype(*args, **kwargs)
+        plates = self._create_plates(*args, **kwargs)
+        result = {}
+        for name, role in self._roles.items():
+            with ExitStack() as stack:
+                for frame in role.frames:
+                    stack.enter_context(plates[frame.name])
+                result[name] = pyro.sample(name, self.family(name, plates))
+        return result
+
+    # --- summaries -------------------------------------------------------------------
+    def _require_setup(self) -> None:
+        if self.prototype_trace is None:
+            raise RuntimeError(
+                "DropoutGuide: call the guide (or run an SVI step) once before asking for values"
+            )
+
+    @torch.no_grad()
+    def median(self, *args: Any, **kwargs: Any) -> dict[str, torch.Tensor]:
+        r"""The expected weights :math:`\mathbb{E}_q[W] = M` (and point estimates).
+
+        Running the model on these is "standard dropout" prediction (paper [1], §4):
+        the weight-averaging approximation to the MC-dropout predictive mean.
+        """
+        self._require_setup()
+        return {name: self._roles[name].get(self.locs).detach().clone() for name in self._roles}
+
+    @torch.no_grad()
+    def dropout_rates(self) -> dict[str, torch.Tensor]:
+        """The drop probability ``p`` of every masked weight site (learned or fixed)."""
+        self._require_setup()
+        out = {}
+        for name, role in self._roles.items():
+            if role.masked and (role.event_dim >= 2 or role.learn_p or role.p > 0):
+                p = self._rate_of(name, role)
+                ref = self._roles[name].get(self.locs)
+                out[name] = torch.as_tensor(p, dtype=ref.dtype, device=ref.device).detach().clone()
+        return out
+
+    def site_families(self) -> dict[str, type]:
+        """The distribution class used for each latent site (for inspection)."""
+        self._require_setup()
+        return {
+            n: (ConcreteDropout if r.learn_p else BernoulliDropout) if r.masked else dist.Delta
+            for n, r in self._roles.items()
+        }

@@ -1,0 +1,143 @@
+import pyro
+import pyro.distributions as dist
+import pytest
+import torch
+from pyro import poutine
+
+from pyro_dropout import BernoulliDropout, ConcreteDropout, DropoutGuide, QuantisedGaussian
+from pyro_dropout.nn import MLP
+
+
+def _data(n=20, d=3):
+    return torch.randn(n, d), torch.randn(n)
+
+
+def test_sites_get_the_dropout_family_point_masses_and_map_estimates():
+    x, y = _data()
+    model = MLP(3, hidden=(4,), tau="learned")
+    guide = DropoutGuide(model, dropout=0.2)
+    tr = poutine.trace(guide).get_trace(x, y)
+    assert isinstance(tr.nodes["hidden.0.weight"]["fn"], BernoulliDropout)
+    assert tr.nodes["hidden.0.weight"]["fn"].p == 0.2
+    bias = tr.nodes["hidden.0.bias"]["fn"]
+    assert isinstance(bias, BernoulliDropout) and bias.is_point_mass
+    assert isinstance(tr.nodes["tau"]["fn"], dist.Delta)
+    assert guide.site_families()["output.weight"] is BernoulliDropout
+    assert set(guide.dropout_rates()) == {"hidden.0.weight", "output.weight"}
+
+
+def test_concrete_learns_one_rate_per_weight_site():
+    x, y = _data()
+    model = MLP(3, hidden=(4,))
+    guide = DropoutGuide(
+        model, concrete=True, init_dropout={"hidden.0.weight": 0.3, "output.weight": 0.0}
+    )
+    tr = poutine.trace(guide).get_trace(x, y)
+    fn = tr.nodes["hidden.0.weight"]["fn"]
+    assert isinstance(fn, ConcreteDropout) and fn.temperature == 0.1
+    assert fn.p.requires_grad and torch.allclose(fn.p, torch.tensor(0.3))
+    # a site given 0 keeps a point mass that is not learned
+    assert tr.nodes["output.weight"]["fn"].is_point_mass
+    rates = guide.dropout_rates()
+    assert (
+        torch.allclose(rates["hidden.0.weight"], torch.tensor(0.3)) and rates["output.weight"] == 0
+    )
+
+
+def test_dropout_forms_dict_and_callable():
+    x, y = _data()
+    model = MLP(3, hidden=(4,))
+    g = DropoutGuide(
+        model, dropout={"hidden.0.weight": 0.05, "output.weight": 0.5, "output.bias": 0.1}
+    )
+    g(x, y)
+    rates = g.dropout_rates()
+    assert rates["hidden.0.weight"] == pytest.approx(0.05) and rates[
+        "output.bias"
+    ] == pytest.approx(0.1)
+    g2 = DropoutGuide(
+        MLP(3, hidden=(4,)), dropout=lambda name, site: 0.3 if name.startswith("hidden") else 0.0
+    )
+    g2(x, y)
+    assert g2.dropout_rates()["hidden.0.weight"] == pytest.approx(0.3)
+    assert g2.dropout_rates()["output.weight"] == 0
+
+
+def test_median_is_the_expected_weight_and_init_is_fan_in():
+    x, y = _data()
+    model = MLP(3, hidden=(50,), length_scale=1e-2)  # a very broad prior must not set the init
+    guide = DropoutGuide(model)
+    guide(x, y)
+    med = guide.median()
+    w = med["hidden.0.weight"]
+    assert w.shape == (50, 3) and w.abs().max() <= 1 / 3**0.5
+    assert torch.equal(med["hidden.0.bias"], torch.zeros(50))
+    # E_q[W] = M: the mean of many draws approaches the median
+    draws = torch.stack([guide(x, y)["hidden.0.weight"] for _ in range(4000)])
+    assert torch.allclose(draws.mean(0), w, atol=0.05)
+
+
+def test_raw_site_model_with_weight_in_a_plate():
+    def model(x):
+        with pyro.plate("heads", 2):
+            w = pyro.sample("w", QuantisedGaussian(0.0, 1.0).expand([3, 4]).to_event(2))
+        return w
+
+    guide = DropoutGuide(model, dropout=0.5)
+    tr = poutine.trace(guide).get_trace(torch.randn(5, 4))
+    assert tr.nodes["w"]["fn"].batch_shape == (2,) and tr.nodes["w"]["value"].shape == (2, 3, 4)
+
+
+# --- bad input ---------------------------------------------------------------------------
+@pytest.mark.parametrize("p", [-0.1, 1.0, 2.0])
+def test_rate_outside_unit_interval(p):
+    with pytest.raises(ValueError, match="dropout probability"):
+        DropoutGuide(MLP(2), dropout=p)
+    with pytest.raises(ValueError, match="site 'w'"):
+        DropoutGuide(MLP(2), dropout={"w": p})
+    guide = DropoutGuide(MLP(2), dropout=lambda name, site: p)
+    with pytest.raises(ValueError, match=r"hidden\.0\.weight"):
+        guide(*_data(d=2))
+
+
+@pytest.mark.parametrize("t", [0.0, -0.5])
+def test_bad_temperature(t):
+    with pytest.raises(ValueError, match="temperature"):
+        DropoutGuide(MLP(2), concrete=True, temperature=t)
+
+
+def test_concrete_rejects_fixed_rates():
+    with pytest.raises(ValueError, match="init_dropout"):
+        DropoutGuide(MLP(2), dropout=0.3, concrete=True)
+
+
+def test_dict_must_name_every_weight_site_and_only_model_sites():
+    x, y = _data(d=2)
+    with pytest.raises(ValueError, match=r"no rate for the weight site 'output\.weight'"):
+        DropoutGuide(MLP(2, hidden=(3,)), dropout={"hidden.0.weight": 0.1})(x, y)
+    spec = {"hidden.0.weight": 0.1, "output.weight": 0.1, "fc9.weight": 0.1}
+    with pytest.raises(ValueError, match=r"fc9\.weight"):
+        DropoutGuide(MLP(2, hidden=(3,)), dropout=spec)(x, y)
+
+
+def test_matrix_with_a_prior_without_kl_is_rejected_unless_a_point_estimate():
+    def model():
+        pyro.sample("w", dist.Laplace(0.0, 1.0).expand([3, 4]).to_event(2))
+
+    with pytest.raises(ValueError, match="site 'w' has a Laplace prior"):
+        DropoutGuide(model)()
+    guide = DropoutGuide(model, point_estimates=["w"])
+    assert isinstance(poutine.trace(guide).get_trace().nodes["w"]["fn"], dist.Delta)
+
+
+def test_discrete_site_is_rejected():
+    def model():
+        pyro.sample("k", dist.Categorical(torch.ones(3)))
+
+    with pytest.raises(ValueError, match="site 'k' is discrete"):
+        DropoutGuide(model)()
+
+
+def test_summaries_need_a_setup():
+    with pytest.raises(RuntimeError, match="call the guide"):
+        DropoutGuide(MLP(2)).dropout_rates()
