@@ -1,0 +1,15 @@
+"""Inference: the dropout ELBO, the BB-alpha energy, and prediction helpers."""
+
+from .bbalpha import BBAlpha, log_mean_exp
+from .elbo import DropoutELBO, log_likelihood_sum
+from .traces import check_finite_inputs, importance_trace, latent_penalty
+
+__all__ = [
+    "BBAlpha",
+    "DropoutELBO",
+    "check_finite_inputs",
+    "importance_trace",
+    "latent_penalty",
+    "log_likelihood_sum",
+    "log_mean_exp",
+]

@@ -1,0 +1,195 @@
+"""Traces and per-site terms shared by :class:`DropoutELBO` and :class:`BBAlpha`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from typing import Any, cast
+
+import torch
+from pyro import poutine
+from pyro.distributions.util import scale_and_mask
+from pyro.infer.util import is_validation_enabled
+from pyro.poutine.trace_struct import Trace
+from pyro.poutine.util import prune_subsample_sites
+from pyro.util import check_model_guide_match, check_site_shape
+from torch.distributions import kl_divergence
+
+from ..distributions import MaskedWeight
+from ..guides import base_prior
+
+__all__ = [
+    "PARTICLE_PLATE",
+    "DropoutTraceMixin",
+    "check_finite_inputs",
+    "importance_trace",
+    "latent_penalty",
+    "likelihood_sites",
+]
+
+PARTICLE_PLATE = "num_particles_vectorized"  # the name Pyro gives its particle plate
+Site = Any  # a node of a Pyro trace (``pyro.poutine.runtime.Message``)
+
+
+def _non_finite(value: Any) -> bool:
+    return (
+        isinstance(value, torch.Tensor)
+        and value.is_floating_point()
+        and not bool(torch.isfinite(value).all())
+    )
+
+
+def check_finite_inputs(args: tuple, kwargs: dict) -> None:
+    """Raise ``ValueError`` naming the first model argument that holds NaN or inf."""
+    for i, value in enumerate(args):
+        if _non_finite(value):
+            raise ValueError(f"model argument {i} (shape {tuple(value.shape)}) contains NaN or inf")
+    for key, value in kwargs.items():
+        if _non_finite(value):
+            raise ValueError(
+                f"model argument '{key}' (shape {tuple(value.shape)}) contains NaN or inf"
+            )
+
+
+def _is_likelihood(name: str, site: Site) -> bool:
+    return bool(site["is_observed"]) and not site["infer"].get("_deterministic", False)
+
+
+def likelihood_sites(trace: Trace) -> Iterator[tuple[str, Site]]:
+    """Observed sample sites of a trace, excluding ``pyro.deterministic`` records."""
+    for name, site in trace.nodes.items():
+        if site["type"] == "sample" and _is_likelihood(name, site):
+            yield name, site
+
+
+def _check_likelihood_site(name: str, site: Site, max_plate_nesting: float) -> None:
+    log_prob = site["log_prob"]
+    if math.isfinite(max_plate_nesting) and log_prob.dim() > max_plate_nesting:
+        raise ValueError(
+            f"at site '{name}', log_prob has shape {tuple(log_prob.shape)}: more batch dims "
+            f"than the {int(max_plate_nesting)} plates (particles included). A weight sampled "
+            "outside the data "
+            "plate probably kept its plate slot and broadcast against the data; use "
+            "pyro_dropout.nn.Linear or pyro_dropout.nn.functional.linear, which drop it"
+        )
+    check_site_shape(site, cast(int, max_plate_nesting))  # Pyro's check also takes inf
+
+
+def importance_trace(
+    model: Callable,
+    guide: Callable,
+    args: tuple,
+    kwargs: dict,
+    max_plate_nesting: float,
+    check_finite: bool = True,
+) -> tuple[Trace, Trace]:
+    """Run the guide, replay the model against it, and score only the likelihood sites.
+
+    Unlike Pyro's ``get_importance_trace`` this computes no guide log-densities and no
+    prior log-densities of latent sites: those enter through :func:`latent_penalty`.
+    """
+    guide_trace = poutine.trace(guide).get_trace(*args, **kwargs)
+    model_trace = poutine.trace(poutine.replay(model, trace=guide_trace)).get_trace(*args, **kwargs)
+    if is_validation_enabled():
+        check_model_guide_match(model_trace, guide_trace, max_plate_nesting)
+    guide_trace = prune_subsample_sites(guide_trace)
+    model_trace = prune_subsample_sites(model_trace)
+    if check_finite:
+        for name, site in likelihood_sites(model_trace):
+            if _non_finite(site["value"]):
+                raise ValueError(f"observed data at site '{name}' contains NaN or inf")
+    model_trace.compute_log_prob(site_filter=_is_likelihood)
+    for name, site in likelihood_sites(model_trace):
+        _check_likelihood_site(name, site, max_plate_nesting)
+    return model_trace, guide_trace
+
+
+def _summed(term: Any, site: Site) -> torch.Tensor:
+    term = scale_and_mask(term, scale=site["scale"], mask=site["mask"])
+    if isinstance(term, torch.Tensor):
+        return term.sum()
+    return torch.as_tensor(term * math.prod(site["fn"].batch_shape))
+
+
+def _site_penalty(name: str, model_site: Site, guide_site: Site) -> torch.Tensor:
+    q, p = guide_site["fn"], model_site["fn"]
+    try:
+        return _summed(kl_divergence(q, p), guide_site)
+    except NotImplementedError as e:
+        if isinstance(q, MaskedWeight):
+            raise ValueError(
+                f"site '{name}': no analytic KL between the dropout family {type(q).__name__} and "
+                f"the prior {type(base_prior(p)).__name__} ({e}); dropout sites never fall back to "
+                "Monte Carlo: give the site a QuantisedGaussian or Normal prior"
+            ) from e
+        if not getattr(q, "has_rsample", False):
+            raise ValueError(
+                f"site '{name}': the guide's {type(q).__name__} is not reparameterised"
+            ) from e
+    value = guide_site["value"]
+    return _summed(q.log_prob(value), guide_site) - _summed(p.log_prob(value), model_site)
+
+
+def latent_penalty(model_trace: Trace, guide_trace: Trace) -> torch.Tensor:
+    r""":math:`\sum_{\text{latent sites}} \mathrm{KL}(q\,\|\,p)`, summed over vectorised particles.
+
+    Dropout sites use their analytic KL (an error if none is registered); other sites
+    (point estimates) use :math:`\log q(v) - \log p(v)`, i.e. the negative log prior of
+    a MAP estimate.
+    """
+    total: Any = 0.0
+    for name, model_site in model_trace.nodes.items():
+        if model_site["type"] != "sample" or model_site["is_observed"]:
+            continue
+        guide_site = guide_trace.nodes.get(name)
+        if guide_site is None:
+            raise ValueError(f"latent site '{name}' of the model is not sampled by the guide")
+        total = total + _site_penalty(name, model_site, guide_site)
+    for name, node in guide_trace.nodes.items():
+        aux: Site = node
+        if aux["type"] == "sample" and name not in model_trace.nodes:
+            if not (aux["infer"] or {}).get("is_auxiliary"):
+                raise ValueError(f"guide site '{name}' is not in the model")
+            total = total + _summed(aux["fn"].log_prob(aux["value"]), aux)
+    return torch.as_tensor(total)
+
+
+class DropoutTraceMixin:
+    """Trace handling shared by the dropout losses (mixed into Pyro ``ELBO`` subclasses).
+
+    Uses :func:`importance_trace`, and guesses ``max_plate_nesting`` from one run of
+    the guide and model without scoring any site (Pyro's own guess scores every site
+    under validation, which would report bad data less clearly).
+    """
+
+    max_plate_nesting: float
+    num_particles: int
+    vectorize_particles: bool
+    check_finite: bool
+
+    def _get_trace(
+        self, model: Callable, guide: Callable, args: tuple, kwargs: dict
+    ) -> tuple[Trace, Trace]:
+        return importance_trace(
+            model, guide, args, kwargs, self.max_plate_nesting, self.check_finite
+        )
+
+    def _guess_max_plate_nesting(
+        self, model: Callable, guide: Callable, args: tuple, kwargs: dict
+    ) -> None:
+        with poutine.block():
+            guide_trace = poutine.trace(guide).get_trace(*args, **kwargs)
+            model_trace = poutine.trace(poutine.replay(model, trace=guide_trace)).get_trace(
+                *args, **kwargs
+            )
+        dims = [
+            frame.dim
+            for trace in (model_trace, guide_trace)
+            for site in trace.nodes.values()
+            if site["type"] == "sample"
+            for frame in site["cond_indep_stack"]
+            if frame.vectorized and frame.dim is not None
+        ]
+        self.max_plate_nesting = -min(dims) if dims else 0
+        if self.vectorize_particles and self.num_particles > 1:
+            self.max_plate_nesting += 1
