@@ -1,0 +1,42 @@
+# pyro_dropout: `make demo` runs the demo, `make test` the tests; both set up .venv first.
+PYTHON ?= python3
+# Install torch before anything that depends on it. The pinned version takes a local CPU
+# build where one is provided; for CUDA, set TORCH to the build you want (see DEVELOPERS.md).
+TORCH ?= torch==2.13.0
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test test-slow test-all lint format bench docs clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q "$(TORCH)"
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/pyro-dropout demo --out results/demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -m slow
+
+test-all: test test-slow
+
+lint: $(STAMP)
+	$(BIN)/ruff check pyro_dropout tests examples benchmarks
+	$(BIN)/ruff format --check pyro_dropout tests examples benchmarks
+	$(BIN)/mypy
+
+format: $(STAMP)
+	$(BIN)/ruff format pyro_dropout tests examples benchmarks
+	$(BIN)/ruff check --fix pyro_dropout tests examples benchmarks
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

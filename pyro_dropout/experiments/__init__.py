@@ -1,0 +1,3 @@
+"""Paper reproductions and the demo, run by the ``pyro-dropout`` command."""
+
+__all__: list[str] = []

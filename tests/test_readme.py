@@ -1,0 +1,25 @@
+"""The README's code blocks run as written, and give what they say."""
+
+import re
+from pathlib import Path
+
+import torch
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def python_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+
+
+def test_readme_quick_start_runs(capsys):
+    blocks = python_blocks()
+    assert len(blocks) >= 2
+    torch.manual_seed(0)
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, str(README), "exec"), namespace)
+    assert namespace["samples"]["obs"].shape == (500, 200)
+    printed = capsys.readouterr().out
+    assert "torch.Size([500, 200])" in printed
+    assert "'w1': tensor(0.1000)" in printed
