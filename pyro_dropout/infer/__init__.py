@@ -2,14 +2,19 @@
 
 from .bbalpha import BBAlpha, log_mean_exp
 from .elbo import DropoutELBO, log_likelihood_sum
+from .predictive import Predictions, predict, predict_from_samples, predict_standard
 from .traces import check_finite_inputs, importance_trace, latent_penalty
 
 __all__ = [
     "BBAlpha",
     "DropoutELBO",
+    "Predictions",
     "check_finite_inputs",
     "importance_trace",
     "latent_penalty",
     "log_likelihood_sum",
     "log_mean_exp",
+    "predict",
+    "predict_from_samples",
+    "predict_standard",
 ]
