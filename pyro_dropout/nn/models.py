@@ -70,9 +70,7 @@ class MLP(PyroModule):
         if likelihood not in ("normal", "heteroscedastic", "categorical"):
             raise ValueError(f"MLP: unknown likelihood {likelihood!r}")
         if activation not in _ACTIVATIONS:
-            raise ValueError(
-                f"MLP: unknown activation {activation!r}; choose from {sorted(_ACTIVATIONS)}"
-            )
+            raise ValueError(f"MLP: unknown activation {activation!r}; choose from {sorted(_ACTIVATIONS)}")
         if likelihood == "categorical" and out_features < 2:
             raise ValueError("MLP: a categorical likelihood needs out_features >= 2 classes")
         self.likelihood = likelihood
@@ -89,9 +87,7 @@ class MLP(PyroModule):
             if self.tau_learned:
                 a, b = tau_prior
                 if not (a > 0 and b > 0):
-                    raise ValueError(
-                        f"MLP: tau_prior must be positive (shape, rate), got {tau_prior}"
-                    )
+                    raise ValueError(f"MLP: tau_prior must be positive (shape, rate), got {tau_prior}")
                 self.register_buffer("tau_prior_rate", torch.tensor(float(b)))
                 self.register_buffer("tau_prior_shape", torch.tensor(float(a)))
                 self.tau = sample_site(type(self)._tau_prior)
@@ -125,12 +121,10 @@ class MLP(PyroModule):
         with pyro.plate("data", n, dim=-1), pyro.poutine.scale(scale=scale):
             return self._observe(f, y, tau)
 
-    def _observe(
-        self, f: torch.Tensor, y: torch.Tensor | None, tau: torch.Tensor | None
-    ) -> torch.Tensor:
+    def _observe(self, f: torch.Tensor, y: torch.Tensor | None, tau: torch.Tensor | None) -> torch.Tensor:
         single = self.out_features == 1
         if self.likelihood == "categorical":
-            logits = pyro.deterministic("logits", f)
+            logits = pyro.deterministic("logits", f, event_dim=1)
             return pyro.sample("obs", dist.Categorical(logits=logits), obs=y)
         if self.likelihood == "heteroscedastic":
             mean, log_var = f[..., : self.out_features], f[..., self.out_features :]
@@ -142,16 +136,8 @@ class MLP(PyroModule):
             )
             noise = dist.Normal(mean, torch.exp(0.5 * log_var))
         else:
-            mean = pyro.deterministic(
-                "mean", f.squeeze(-1) if single else f, event_dim=0 if single else 1
-            )
+            mean = pyro.deterministic("mean", f.squeeze(-1) if single else f, event_dim=0 if single else 1)
             # tau is [] or [S, 1] (sample dim, data-plate slot); outputs need one more dim
-            sd = (
-                self.fixed_tau**-0.5
-                if tau is None
-                else tau.rsqrt()
-                if single
-                else tau.rsqrt().unsqueeze(-1)
-            )
+            sd = self.fixed_tau**-0.5 if tau is None else tau.rsqrt() if single else tau.rsqrt().unsqueeze(-1)
             noise = dist.Normal(mean, sd)
         return pyro.sample("obs", noise if single else noise.to_event(1), obs=y)

@@ -1,0 +1,64 @@
+"""Input checks shared by the metrics: clear errors instead of silent NaNs."""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["as_tensor", "check_draws", "check_finite", "check_labels", "check_probs"]
+
+
+def as_tensor(x: object, what: str) -> torch.Tensor:
+    if isinstance(x, torch.Tensor):
+        return x
+    try:
+        return torch.as_tensor(x)
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise TypeError(f"{what}: expected a tensor or array, got {type(x).__name__}") from e
+
+
+def check_finite(x: torch.Tensor, what: str) -> torch.Tensor:
+    if x.is_floating_point() and not bool(torch.isfinite(x).all()):
+        raise ValueError(f"{what} contains NaN or inf")
+    return x
+
+
+def check_probs(probs: object, what: str = "probs", draws: bool = True) -> torch.Tensor:
+    """Class probabilities ``[T, N, C]`` (``draws``) or ``[N, C]``: finite, in [0, 1], summing to 1."""
+    p = check_finite(as_tensor(probs, what), what)
+    expected = 3 if draws else 2
+    if p.dim() != expected:
+        layout = "[T, N, C] (draws, points, classes)" if draws else "[N, C] (points, classes)"
+        raise ValueError(f"{what}: expected shape {layout}, got {tuple(p.shape)}")
+    if not p.is_floating_point():
+        raise ValueError(f"{what}: expected probabilities (floats), got dtype {p.dtype}")
+    if bool((p < 0).any()) or bool((p > 1).any()):
+        raise ValueError(f"{what}: probabilities must lie in [0, 1]")
+    total = p.sum(-1)
+    tol = 1e-4 if p.dtype != torch.float16 else 1e-2
+    if not bool(torch.allclose(total, torch.ones_like(total), atol=tol)):
+        worst = (total - 1).abs().max().item()
+        raise ValueError(f"{what}: probabilities must sum to one over classes (off by up to {worst:.3g})")
+    return p
+
+
+def check_labels(labels: object, n: int, num_classes: int, what: str = "labels") -> torch.Tensor:
+    y = as_tensor(labels, what)
+    if y.is_floating_point() or y.is_complex():
+        if not bool((y == y.round()).all()):
+            raise ValueError(f"{what}: expected integer class labels; this looks like a regression target")
+        y = y.long()
+    if y.shape != (n,):
+        raise ValueError(f"{what}: expected shape ({n},) to match the predictions, got {tuple(y.shape)}")
+    if bool((y < 0).any()) or bool((y >= num_classes).any()):
+        raise ValueError(f"{what}: labels must lie in [0, {num_classes}), got range [{y.min()}, {y.max()}]")
+    return y
+
+
+def check_draws(draws: object, what: str, min_draws: int = 1) -> torch.Tensor:
+    """Draws ``[T, N, ...]`` with at least ``min_draws`` draws (2 wherever a variance is taken)."""
+    d = check_finite(as_tensor(draws, what), what)
+    if d.dim() < 2:
+        raise ValueError(f"{what}: expected draws [T, N, ...] (draws first), got shape {tuple(d.shape)}")
+    if d.shape[0] < min_draws:
+        raise ValueError(f"{what}: needs at least {min_draws} draws to estimate a variance, got {d.shape[0]}")
+    return d
