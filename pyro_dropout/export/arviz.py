@@ -1,0 +1,174 @@
+r"""Export to ArviZ: ``az.summary``, ``az.loo``, ``az.compare``, ``az.plot_ppc`` on dropout models.
+
+One function covers both ArviZ APIs: ``InferenceData`` (arviz 0.x, the version pip installs
+on Python 3.11) and ``DataTree`` (arviz >= 1, Python >= 3.12).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..infer.predictive import Predictions, predict, predict_from_samples
+
+__all__ = ["from_predictions", "from_samples", "mcmc_to_arviz", "to_arviz"]
+
+Draws = Mapping[str, torch.Tensor | np.ndarray]
+
+
+def _numpy(value: torch.Tensor | np.ndarray) -> np.ndarray:
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
+def _by_chain(value: torch.Tensor | np.ndarray, chains: int, what: str) -> np.ndarray:
+    """``[T, ...]`` draws -> ``[chains, T // chains, ...]``."""
+    array = _numpy(value)
+    if array.ndim == 0 or array.shape[0] % chains:
+        raise ValueError(f"{what}: {array.shape} draws do not split into {chains} chains")
+    return array.reshape((chains, array.shape[0] // chains) + array.shape[1:])
+
+
+def _arviz_major() -> int:
+    import arviz as az
+
+    return int(az.__version__.split(".")[0])
+
+
+def from_samples(
+    *,
+    posterior: Draws | None = None,
+    posterior_predictive: Draws | None = None,
+    log_likelihood: Draws | None = None,
+    observed_data: Draws | None = None,
+    chains: int = 1,
+    coords: dict[str, Any] | None = None,
+    dims: dict[str, list[str]] | None = None,
+) -> Any:
+    """Build an ArviZ object from sample dicts whose arrays have the draws first (``[T, ...]``).
+
+    The ``T`` draws are split into ``chains`` chains (one chain by default: MC-dropout
+    draws are independent). ``observed_data`` has no draw dim. Returns ``InferenceData``
+    on arviz 0.x and a ``DataTree`` on arviz >= 1.
+    """
+    import arviz as az
+
+    groups: dict[str, dict[str, np.ndarray]] = {}
+    for group, draws in (
+        ("posterior", posterior),
+        ("posterior_predictive", posterior_predictive),
+        ("log_likelihood", log_likelihood),
+    ):
+        if draws:
+            groups[group] = {k: _by_chain(v, chains, f"{group} '{k}'") for k, v in draws.items()}
+    if observed_data:
+        groups["observed_data"] = {k: _numpy(v) for k, v in observed_data.items()}
+    if not groups:
+        raise ValueError("from_samples: nothing to export")
+    from_dict: Any = az.from_dict
+    if _arviz_major() >= 1:
+        return from_dict(groups, coords=coords, dims=dims)
+    return from_dict(**groups, coords=coords, dims=dims)
+
+
+AUTO_POSTERIOR_SIZE = 10_000  # values per draw
+
+
+def _posterior_sites(pred: Predictions, posterior: bool | str | Sequence[str]) -> list[str]:
+    latent = [k for k, kind in pred.kinds.items() if kind == "latent"]
+    if posterior == "auto":
+        sizes = {k: pred.samples[k][0].numel() for k in latent}
+        small = [k for k in latent if sizes[k] <= AUTO_POSTERIOR_SIZE]
+        return small or ([min(sizes, key=sizes.__getitem__)] if sizes else [])
+    if posterior is True:
+        return [k for k, kind in pred.kinds.items() if kind != "likelihood"]
+    if posterior is False:
+        return []
+    if isinstance(posterior, str):
+        raise ValueError(
+            f"to_arviz: posterior must be True, False, 'auto' or a list of sites, got {posterior!r}"
+        )
+    return list(posterior)
+
+
+def from_predictions(
+    pred: Predictions,
+    *,
+    posterior: bool | str | Sequence[str] = "auto",
+    chains: int = 1,
+    coords: dict[str, Any] | None = None,
+    dims: dict[str, list[str]] | None = None,
+) -> Any:
+    """Export :class:`~pyro_dropout.infer.Predictions`: predictive draws, pointwise
+    log-likelihood, observed data, and a posterior group.
+
+    ``posterior``: ``"auto"`` (default) keeps the latent sites with at most 10,000 values
+    per draw (at least the smallest one; ArviZ's ``loo`` and ``compare`` need a posterior
+    group), ``True`` every latent and deterministic site (weights can be large), ``False``
+    none, or a list of site names.
+    """
+    names = _posterior_sites(pred, posterior)
+    missing = [n for n in names if n not in pred.samples or pred.kinds.get(n) == "likelihood"]
+    if missing:
+        raise ValueError(f"to_arviz: no latent or deterministic sites {missing} in the predictions")
+    likelihood = pred.likelihood_sites()
+    return from_samples(
+        posterior={n: pred.samples[n] for n in names},
+        posterior_predictive={n: pred.samples[n] for n in likelihood if n in pred.samples},
+        log_likelihood=pred.log_likelihood,
+        observed_data=pred.observed,
+        chains=chains,
+        coords=coords,
+        dims=dims,
+    )
+
+
+def to_arviz(
+    model: Callable,
+    guide: Callable,
+    *args: Any,
+    num_samples: int = 1000,
+    chunk_size: int | None = 100,
+    posterior: bool | str | Sequence[str] = "auto",
+    coords: dict[str, Any] | None = None,
+    dims: dict[str, list[str]] | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Predict with ``num_samples`` MC-dropout draws on the given arguments (observations
+    included) and export them for ArviZ: ``posterior_predictive``, ``log_likelihood`` (per
+    observation), ``observed_data`` and ``posterior`` (see :func:`from_predictions`); the
+    draws form one chain.
+
+    Usage::
+
+        idata = to_arviz(model, guide, x, y, num_samples=1000)
+        az.loo(idata)
+        az.compare({"mc_dropout": idata, "hmc": mcmc_to_arviz(model, mcmc, x, y)})
+    """
+    pred = predict(model, guide, *args, num_samples=num_samples, chunk_size=chunk_size, **kwargs)
+    if not pred.log_likelihood:
+        raise ValueError("to_arviz: the model observed no data; pass the observations as in training")
+    return from_predictions(pred, posterior=posterior, coords=coords, dims=dims)
+
+
+def mcmc_to_arviz(
+    model: Callable,
+    mcmc: Any,
+    *args: Any,
+    chunk_size: int | None = 100,
+    posterior: bool | str | Sequence[str] = True,
+    coords: dict[str, Any] | None = None,
+    dims: dict[str, list[str]] | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Export a ``pyro.infer.MCMC`` run of ``model`` in the same layout as :func:`to_arviz`
+    (chains kept), so that ``az.compare`` can rank it against MC dropout."""
+    by_chain = mcmc.get_samples(group_by_chain=True)
+    chains = int(next(iter(by_chain.values())).shape[0])
+    flat = {k: v.reshape((-1,) + v.shape[2:]) for k, v in by_chain.items()}
+    pred = predict_from_samples(model, flat, *args, chunk_size=chunk_size, **kwargs)
+    return from_predictions(pred, posterior=posterior, chains=chains, coords=coords, dims=dims)

@@ -1,0 +1,45 @@
+import matplotlib
+import torch
+
+from pyro_dropout.export import (
+    plot_regression,
+    plot_reliability,
+    plot_score_histograms,
+    plot_softmax_scatter,
+)
+from pyro_dropout.metrics import reliability_diagram
+
+matplotlib.use("Agg")
+
+
+def _png(fig, path):
+    fig.savefig(path)
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+def test_each_plot_renders_to_png(tmp_path):
+    g = torch.Generator().manual_seed(0)
+    x = torch.linspace(-3, 3, 50)
+    _png(
+        plot_regression(x, torch.sin(x), 0.1 + x.abs() / 5, x_train=x[10:30], y_train=torch.sin(x[10:30])),
+        tmp_path / "a.png",
+    )
+    probs = torch.softmax(torch.randn(20, 100, 4, generator=g), -1)
+    labels = torch.randint(0, 4, (100,), generator=g)
+    _png(plot_reliability(reliability_diagram(probs, labels)), tmp_path / "b.png")
+    _png(
+        plot_score_histograms(
+            torch.rand(100, generator=g), 1 + torch.rand(80, generator=g), "mutual information"
+        ),
+        tmp_path / "c.png",
+    )
+    _png(
+        plot_softmax_scatter(
+            torch.randn(50, 8, 10, generator=g), input_labels=[f"{15 * i}°" for i in range(8)]
+        ),
+        tmp_path / "d.png",
+    )
