@@ -4,10 +4,12 @@ MC dropout (Gal & Ghahramani, 2016), Concrete dropout (Gal, Hron & Kendall, 2017
 the BB-alpha energy (Li & Gal, 2017) as a Pyro guide and Pyro losses.
 """
 
-from . import distributions, guides, infer, nn
+from . import distributions, export, guides, infer, metrics, nn
 from .distributions import BernoulliDropout, ConcreteDropout, QuantisedGaussian
+from .export import to_arviz
 from .guides import DropoutGuide
-from .infer import BBAlpha, DropoutELBO
+from .infer import BBAlpha, DropoutELBO, Predictions, predict, predict_standard
+from .metrics import evaluate
 
 __version__ = "0.1.0"
 
@@ -17,10 +19,17 @@ __all__ = [
     "ConcreteDropout",
     "DropoutELBO",
     "DropoutGuide",
+    "Predictions",
     "QuantisedGaussian",
     "__version__",
     "distributions",
+    "evaluate",
+    "export",
     "guides",
     "infer",
+    "metrics",
     "nn",
+    "predict",
+    "predict_standard",
+    "to_arviz",
 ]

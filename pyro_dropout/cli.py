@@ -25,12 +25,8 @@ def _demo(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pyro-dropout", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser(
-        "demo", help="train MC dropout on built-in 1-d data; print figures, write a plot"
-    )
-    demo.add_argument(
-        "--out", default="results/demo", help="output directory (default: results/demo)"
-    )
+    demo = sub.add_parser("demo", help="train MC dropout on built-in 1-d data; print figures, write a plot")
+    demo.add_argument("--out", default="results/demo", help="output directory (default: results/demo)")
     demo.add_argument("--steps", type=int, default=3000)
     demo.add_argument("--num-samples", type=int, default=500)
     demo.add_argument("--seed", type=int, default=0)

@@ -35,9 +35,7 @@ def test_step_gradients_and_predictive_shapes(guide_name, loss_name):
     assert math.isfinite(loss)
     # every parameter of the guide took part in the step and got a finite gradient
     params = dict(guide.named_parameters())
-    assert len(params) == 7 + (
-        3 if guide_name == "concrete" else 0
-    )  # 6 weights/biases + tau (+ 3 rates)
+    assert len(params) == 7 + (3 if guide_name == "concrete" else 0)  # 6 weights/biases + tau (+ 3 rates)
     loss_t = LOSSES[loss_name]().differentiable_loss(model, guide, x, y)
     grads = torch.autograd.grad(loss_t, list(params.values()), allow_unused=False)
     for (name, _), grad in zip(params.items(), grads, strict=True):

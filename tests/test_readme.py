@@ -20,6 +20,9 @@ def test_readme_quick_start_runs(capsys):
     for block in blocks:
         exec(compile(block, str(README), "exec"), namespace)
     assert namespace["samples"]["obs"].shape == (500, 200)
+    report = namespace["report"]
+    assert report.num_samples == 1000 and report.mean.shape == (200,)
+    assert set(namespace["idata"].groups()) >= {"posterior_predictive", "log_likelihood", "observed_data"}
     printed = capsys.readouterr().out
     assert "torch.Size([500, 200])" in printed
     assert "'w1': tensor(0.1000)" in printed

@@ -45,12 +45,8 @@ class ConcreteDropout(MaskedWeight):
         event_dim: int = 2,
         validate_args: bool | None = None,
     ) -> None:
-        if not (
-            isinstance(temperature, int | float) and temperature > 0 and math.isfinite(temperature)
-        ):
-            raise ValueError(
-                f"ConcreteDropout: temperature must be a positive float, got {temperature!r}"
-            )
+        if not (isinstance(temperature, int | float) and temperature > 0 and math.isfinite(temperature)):
+            raise ValueError(f"ConcreteDropout: temperature must be a positive float, got {temperature!r}")
         self.temperature = float(temperature)
         super().__init__(loc, p, event_dim=event_dim, validate_args=validate_args)
 
@@ -72,13 +68,7 @@ class ConcreteDropout(MaskedWeight):
         z = (1.0 - keep).clamp(_EPS, 1 - _EPS)
         logits = torch.log(p) - torch.log1p(-p)
         diff = logits - t * (torch.log(z) - torch.log1p(-z))
-        return (
-            math.log(t)
-            + diff
-            - 2.0 * torch.nn.functional.softplus(diff)
-            - torch.log(z)
-            - torch.log1p(-z)
-        )
+        return math.log(t) + diff - 2.0 * torch.nn.functional.softplus(diff) - torch.log(z) - torch.log1p(-z)
 
     def __repr__(self) -> str:
         return f"{super().__repr__()[:-1]}, temperature: {self.temperature})"

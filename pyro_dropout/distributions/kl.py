@@ -100,9 +100,7 @@ def kl_masked_gaussian(
     return kl.expand(q.batch_shape)
 
 
-def _gaussian_parts(
-    prior: Distribution, q: MaskedWeight
-) -> tuple[torch.Tensor, torch.Tensor, float]:
+def _gaussian_parts(prior: Distribution, q: MaskedWeight) -> tuple[torch.Tensor, torch.Tensor, float]:
     """Unwrap ``Independent`` layers of a (quantised) Gaussian prior; check the event dims."""
     reinterpreted = 0
     base = prior
@@ -131,9 +129,7 @@ def _kl_masked_prior(q: MaskedWeight, prior: Distribution) -> torch.Tensor:
 
 
 @register_kl(BernoulliDropout, QuantisedGaussian)
-def _kl_bernoulli_dropout_quantised_gaussian(
-    q: BernoulliDropout, p: QuantisedGaussian
-) -> torch.Tensor:
+def _kl_bernoulli_dropout_quantised_gaussian(q: BernoulliDropout, p: QuantisedGaussian) -> torch.Tensor:
     return _kl_masked_prior(q, p)
 
 
@@ -148,9 +144,7 @@ def _kl_bernoulli_dropout_independent(q: BernoulliDropout, p: Independent) -> to
 
 
 @register_kl(ConcreteDropout, QuantisedGaussian)
-def _kl_concrete_dropout_quantised_gaussian(
-    q: ConcreteDropout, p: QuantisedGaussian
-) -> torch.Tensor:
+def _kl_concrete_dropout_quantised_gaussian(q: ConcreteDropout, p: QuantisedGaussian) -> torch.Tensor:
     return _kl_masked_prior(q, p)
 
 

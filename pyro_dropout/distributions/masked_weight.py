@@ -71,13 +71,10 @@ class MaskedWeight(TorchDistribution):
         validate_args: bool | None = None,
     ) -> None:
         if not isinstance(loc, torch.Tensor):
-            raise TypeError(
-                f"{type(self).__name__}: loc must be a tensor, got {type(loc).__name__}"
-            )
+            raise TypeError(f"{type(self).__name__}: loc must be a tensor, got {type(loc).__name__}")
         if not 0 <= event_dim <= loc.dim():
             raise ValueError(
-                f"{type(self).__name__}: event_dim={event_dim} does not fit loc of shape "
-                f"{tuple(loc.shape)}"
+                f"{type(self).__name__}: event_dim={event_dim} does not fit loc of shape {tuple(loc.shape)}"
             )
         if validate_args is not False:
             validate_dropout_rate(p, type(self).__name__)

@@ -69,9 +69,7 @@ class QuantisedGaussian(TorchDistribution):
     ) -> None:
         self.loc, self.scale = broadcast_all(loc, scale)
         if resolution is not None and not (isinstance(resolution, Real) and resolution > 0):
-            raise ValueError(
-                f"QuantisedGaussian: resolution must be a positive float, got {resolution!r}"
-            )
+            raise ValueError(f"QuantisedGaussian: resolution must be a positive float, got {resolution!r}")
         self.resolution = None if resolution is None else float(resolution)
         batch_shape = (
             self.loc.shape

@@ -103,12 +103,8 @@ class DropoutGuide(AutoGuide):
         init_loc_fn: Callable = init_to_fan_in,
         create_plates: Callable | None = None,
     ) -> None:
-        if not (
-            isinstance(temperature, int | float) and math.isfinite(temperature) and temperature > 0
-        ):
-            raise ValueError(
-                f"DropoutGuide: temperature must be a positive float, got {temperature!r}"
-            )
+        if not (isinstance(temperature, int | float) and math.isfinite(temperature) and temperature > 0):
+            raise ValueError(f"DropoutGuide: temperature must be a positive float, got {temperature!r}")
         if concrete and not (isinstance(dropout, float) and dropout == 0.1):
             raise ValueError(
                 "DropoutGuide: concrete=True learns p; give its starting values with init_dropout= "
@@ -191,9 +187,7 @@ class DropoutGuide(AutoGuide):
         if isinstance(self._rates, Mapping):
             unknown = sorted(set(self._rates) - set(self._roles))
             if unknown:
-                raise ValueError(
-                    f"DropoutGuide: dropout rates given for sites not in the model: {unknown}"
-                )
+                raise ValueError(f"DropoutGuide: dropout rates given for sites not in the model: {unknown}")
 
     # --- the guide -------------------------------------------------------------------
     def _loc(self, name: str, role: _Role, plates: dict) -> torch.Tensor:

@@ -34,18 +34,14 @@ def log_mean_exp(x: torch.Tensor, dim: int = 0) -> torch.Tensor:
     return (m + torch.log1p(torch.expm1(x - m).mean(dim=dim, keepdim=True))).squeeze(dim)
 
 
-def _factor_log_likelihoods(
-    model_trace: Trace, particle_dim: int | None
-) -> list[tuple[torch.Tensor, Any]]:
+def _factor_log_likelihoods(model_trace: Trace, particle_dim: int | None) -> list[tuple[torch.Tensor, Any]]:
     """Per-factor log-likelihoods ``[K, *plates]`` (particles first) and their scales.
 
     Observed sites in the same set of plates are summed into one factor per plate element.
     """
     groups: dict[frozenset, tuple[torch.Tensor, Any]] = {}
     for name, site in likelihood_sites(model_trace):
-        key = frozenset(
-            f.name for f in site["cond_indep_stack"] if f.vectorized and f.name != PARTICLE_PLATE
-        )
+        key = frozenset(f.name for f in site["cond_indep_stack"] if f.vectorized and f.name != PARTICLE_PLATE)
         log_p = site["unscaled_log_prob"]
         if site["mask"] is not None:
             log_p = torch.where(site["mask"], log_p, torch.zeros_like(log_p))
@@ -58,13 +54,9 @@ def _factor_log_likelihoods(
         if key in groups:
             previous, previous_scale = groups[key]
             if not (
-                isinstance(scale, float)
-                and isinstance(previous_scale, float)
-                and scale == previous_scale
+                isinstance(scale, float) and isinstance(previous_scale, float) and scale == previous_scale
             ):
-                raise ValueError(
-                    f"BBAlpha: site '{name}' shares plates with another site but not its scale"
-                )
+                raise ValueError(f"BBAlpha: site '{name}' shares plates with another site but not its scale")
             log_p = previous + log_p
         groups[key] = (log_p, scale)
     return list(groups.values())
@@ -117,9 +109,7 @@ class BBAlpha(DropoutTraceMixin, ELBO):
         if not (isinstance(alpha, int | float) and math.isfinite(alpha) and alpha > 0):
             raise ValueError(f"BBAlpha: alpha must be a positive finite number, got {alpha!r}")
         if not (isinstance(num_particles, int) and num_particles >= 1):
-            raise ValueError(
-                f"BBAlpha: num_particles must be a positive int, got {num_particles!r}"
-            )
+            raise ValueError(f"BBAlpha: num_particles must be a positive int, got {num_particles!r}")
         super().__init__(
             num_particles=num_particles,
             vectorize_particles=vectorize_particles,

@@ -59,9 +59,7 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
         **kwargs: Any,
     ) -> None:
         if not (isinstance(num_particles, int) and num_particles >= 1):
-            raise ValueError(
-                f"DropoutELBO: num_particles must be a positive int, got {num_particles!r}"
-            )
+            raise ValueError(f"DropoutELBO: num_particles must be a positive int, got {num_particles!r}")
         super().__init__(
             num_particles=num_particles,
             vectorize_particles=vectorize_particles,

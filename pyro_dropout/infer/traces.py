@@ -46,9 +46,7 @@ def check_finite_inputs(args: tuple, kwargs: dict) -> None:
             raise ValueError(f"model argument {i} (shape {tuple(value.shape)}) contains NaN or inf")
     for key, value in kwargs.items():
         if _non_finite(value):
-            raise ValueError(
-                f"model argument '{key}' (shape {tuple(value.shape)}) contains NaN or inf"
-            )
+            raise ValueError(f"model argument '{key}' (shape {tuple(value.shape)}) contains NaN or inf")
 
 
 def _is_likelihood(name: str, site: Site) -> bool:
@@ -123,9 +121,7 @@ def _site_penalty(name: str, model_site: Site, guide_site: Site) -> torch.Tensor
                 "Monte Carlo: give the site a QuantisedGaussian or Normal prior"
             ) from e
         if not getattr(q, "has_rsample", False):
-            raise ValueError(
-                f"site '{name}': the guide's {type(q).__name__} is not reparameterised"
-            ) from e
+            raise ValueError(f"site '{name}': the guide's {type(q).__name__} is not reparameterised") from e
     value = guide_site["value"]
     return _summed(q.log_prob(value), guide_site) - _summed(p.log_prob(value), model_site)
 
@@ -167,21 +163,13 @@ class DropoutTraceMixin:
     vectorize_particles: bool
     check_finite: bool
 
-    def _get_trace(
-        self, model: Callable, guide: Callable, args: tuple, kwargs: dict
-    ) -> tuple[Trace, Trace]:
-        return importance_trace(
-            model, guide, args, kwargs, self.max_plate_nesting, self.check_finite
-        )
+    def _get_trace(self, model: Callable, guide: Callable, args: tuple, kwargs: dict) -> tuple[Trace, Trace]:
+        return importance_trace(model, guide, args, kwargs, self.max_plate_nesting, self.check_finite)
 
-    def _guess_max_plate_nesting(
-        self, model: Callable, guide: Callable, args: tuple, kwargs: dict
-    ) -> None:
+    def _guess_max_plate_nesting(self, model: Callable, guide: Callable, args: tuple, kwargs: dict) -> None:
         with poutine.block():
             guide_trace = poutine.trace(guide).get_trace(*args, **kwargs)
-            model_trace = poutine.trace(poutine.replay(model, trace=guide_trace)).get_trace(
-                *args, **kwargs
-            )
+            model_trace = poutine.trace(poutine.replay(model, trace=guide_trace)).get_trace(*args, **kwargs)
         dims = [
             frame.dim
             for trace in (model_trace, guide_trace)

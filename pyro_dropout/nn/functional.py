@@ -39,9 +39,7 @@ def _batch_shape(what: str, *shapes: torch.Size) -> torch.Size:
     try:
         return torch.broadcast_shapes(*shapes)
     except RuntimeError as e:
-        raise ValueError(
-            f"{what}: sample/batch dims {[tuple(s) for s in shapes]} do not broadcast"
-        ) from e
+        raise ValueError(f"{what}: sample/batch dims {[tuple(s) for s in shapes]} do not broadcast") from e
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
@@ -53,9 +51,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     :returns: ``[*S, ..., N, out]`` with the plate slots removed.
     """
     if weight.dim() < 2:
-        raise ValueError(
-            f"linear: weight must be at least 2-d [out, in], got shape {tuple(weight.shape)}"
-        )
+        raise ValueError(f"linear: weight must be at least 2-d [out, in], got shape {tuple(weight.shape)}")
     if x.shape[-1] != weight.shape[-1]:
         raise ValueError(
             f"linear: input has {x.shape[-1]} features (shape {tuple(x.shape)}) but the weight of "
@@ -115,19 +111,12 @@ def conv2d(
         )
     weight = strip_plate_slots(weight, 4)
     b = None if bias is None else strip_plate_slots(bias, 1)
-    batch = _batch_shape(
-        "conv2d", x.shape[:-4], weight.shape[:-4], *(() if b is None else (b.shape[:-1],))
-    )
+    batch = _batch_shape("conv2d", x.shape[:-4], weight.shape[:-4], *(() if b is None else (b.shape[:-1],)))
     if not batch:
         return F.conv2d(x, weight, b, stride, padding, dilation, groups)
     s = math.prod(batch)
     n, c, h, w = x.shape[-4:]
-    xs = (
-        x.expand(batch + x.shape[-4:])
-        .reshape(s, n, c, h, w)
-        .transpose(0, 1)
-        .reshape(n, s * c, h, w)
-    )
+    xs = x.expand(batch + x.shape[-4:]).reshape(s, n, c, h, w).transpose(0, 1).reshape(n, s * c, h, w)
     ws = weight.expand(batch + weight.shape[-4:]).reshape(s * weight.shape[-4], *weight.shape[-3:])
     bs = None if b is None else b.expand(batch + b.shape[-1:]).reshape(-1)
     out = F.conv2d(xs, ws, bs, stride, padding, dilation, groups * s)

@@ -23,9 +23,7 @@ def sample_site(prior: Callable[[Any], Any]) -> Any:
 
 def prior_scale_from_length_scale(length_scale: float, what: str = "length_scale") -> float:
     """The prior standard deviation :math:`s = 1/l` for a prior length-scale :math:`l > 0`."""
-    if not (
-        isinstance(length_scale, int | float) and math.isfinite(length_scale) and length_scale > 0
-    ):
+    if not (isinstance(length_scale, int | float) and math.isfinite(length_scale) and length_scale > 0):
         raise ValueError(f"{what} must be a positive finite number, got {length_scale!r}")
     return 1.0 / float(length_scale)
 
@@ -51,9 +49,7 @@ class _BayesianLayer(PyroModule):
         self.weight_shape = weight_shape
         self.resolution = resolution
         self.register_buffer("prior_loc", torch.tensor(0.0))
-        self.register_buffer(
-            "prior_weight_scale", torch.tensor(prior_scale_from_length_scale(length_scale))
-        )
+        self.register_buffer("prior_weight_scale", torch.tensor(prior_scale_from_length_scale(length_scale)))
         bls = length_scale if bias_length_scale is None else bias_length_scale
         self.register_buffer(
             "prior_bias_scale",
@@ -103,13 +99,9 @@ class Linear(_BayesianLayer):
     ) -> None:
         super().__init__()
         if in_features < 1 or out_features < 1:
-            raise ValueError(
-                f"Linear: sizes must be positive, got in={in_features}, out={out_features}"
-            )
+            raise ValueError(f"Linear: sizes must be positive, got in={in_features}, out={out_features}")
         self.in_features, self.out_features = in_features, out_features
-        self._init_priors(
-            (out_features, in_features), bias, length_scale, bias_length_scale, resolution
-        )
+        self._init_priors((out_features, in_features), bias, length_scale, bias_length_scale, resolution)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return linear(x, self.weight, self.bias)
@@ -153,9 +145,7 @@ class Conv2d(_BayesianLayer):
         self._init_priors(shape, bias, length_scale, bias_length_scale, resolution)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return conv2d(
-            x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
-        )
+        return conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
     def extra_repr(self) -> str:
         return f"{self.in_channels}, {self.out_channels}, kernel_size={self.weight_shape[2:]}"

@@ -62,9 +62,7 @@ def test_kl_is_exact_against_enumeration_on_a_fine_grid():
         log_qz = (z * math.log(1 - p) + (1 - z) * math.log(p)).sum()
         w = m * z / (1 - p)
         exact += log_qz.exp() * (log_qz - _log_cell_prob(w, s, d).sum())
-    prior = (
-        QuantisedGaussian(torch.tensor(0.0, dtype=D), s, resolution=d).expand([2, 4]).to_event(2)
-    )
+    prior = QuantisedGaussian(torch.tensor(0.0, dtype=D), s, resolution=d).expand([2, 4]).to_event(2)
     analytic = kl_divergence(q, prior)
     # the density approximation of the cell mass is O(d^2): 8 weights x ~1e-7
     assert abs(analytic.item() - exact.item()) < 1e-5
@@ -75,9 +73,7 @@ def test_kl_differences_match_monte_carlo_on_a_quantised_grid():
     """KL(q1||p) - KL(q2||p) from the formula against a Monte Carlo estimate (exact cell masses)."""
     s, d, n_draws = 1.0, 1e-3, 40000
     settings = [(_on_grid((3, 5), 0.2, d, seed=1), 0.2), (_on_grid((3, 5), 0.6, d, seed=2), 0.6)]
-    prior = (
-        QuantisedGaussian(torch.tensor(0.0, dtype=D), s, resolution=d).expand([3, 5]).to_event(2)
-    )
+    prior = QuantisedGaussian(torch.tensor(0.0, dtype=D), s, resolution=d).expand([3, 5]).to_event(2)
     torch.manual_seed(0)
     analytic, mc, se = [], [], []
     for m, p in settings:
@@ -107,11 +103,7 @@ def test_nonzero_prior_mean():
     prior = Normal(torch.full((2, 3), mu, dtype=D), s).to_event(2)
     # E(w - mu)^2 = m^2/(1-p) - 2 m mu + mu^2
     second = m.pow(2) / (1 - p) - 2 * m * mu + mu**2
-    expected = (
-        (second / (2 * s**2)).sum()
-        + 6 * (math.log(s) + 0.5 * math.log(2 * math.pi))
-        - 3 * _entropy(p)
-    )
+    expected = (second / (2 * s**2)).sum() + 6 * (math.log(s) + 0.5 * math.log(2 * math.pi)) - 3 * _entropy(p)
     assert torch.allclose(kl_divergence(BernoulliDropout(m, p), prior), expected)
 
 

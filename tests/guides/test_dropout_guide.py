@@ -29,9 +29,7 @@ def test_sites_get_the_dropout_family_point_masses_and_map_estimates():
 def test_concrete_learns_one_rate_per_weight_site():
     x, y = _data()
     model = MLP(3, hidden=(4,))
-    guide = DropoutGuide(
-        model, concrete=True, init_dropout={"hidden.0.weight": 0.3, "output.weight": 0.0}
-    )
+    guide = DropoutGuide(model, concrete=True, init_dropout={"hidden.0.weight": 0.3, "output.weight": 0.0})
     tr = poutine.trace(guide).get_trace(x, y)
     fn = tr.nodes["hidden.0.weight"]["fn"]
     assert isinstance(fn, ConcreteDropout) and fn.temperature == 0.1
@@ -39,22 +37,16 @@ def test_concrete_learns_one_rate_per_weight_site():
     # a site given 0 keeps a point mass that is not learned
     assert tr.nodes["output.weight"]["fn"].is_point_mass
     rates = guide.dropout_rates()
-    assert (
-        torch.allclose(rates["hidden.0.weight"], torch.tensor(0.3)) and rates["output.weight"] == 0
-    )
+    assert torch.allclose(rates["hidden.0.weight"], torch.tensor(0.3)) and rates["output.weight"] == 0
 
 
 def test_dropout_forms_dict_and_callable():
     x, y = _data()
     model = MLP(3, hidden=(4,))
-    g = DropoutGuide(
-        model, dropout={"hidden.0.weight": 0.05, "output.weight": 0.5, "output.bias": 0.1}
-    )
+    g = DropoutGuide(model, dropout={"hidden.0.weight": 0.05, "output.weight": 0.5, "output.bias": 0.1})
     g(x, y)
     rates = g.dropout_rates()
-    assert rates["hidden.0.weight"] == pytest.approx(0.05) and rates[
-        "output.bias"
-    ] == pytest.approx(0.1)
+    assert rates["hidden.0.weight"] == pytest.approx(0.05) and rates["output.bias"] == pytest.approx(0.1)
     g2 = DropoutGuide(
         MLP(3, hidden=(4,)), dropout=lambda name, site: 0.3 if name.startswith("hidden") else 0.0
     )

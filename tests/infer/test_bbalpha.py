@@ -35,9 +35,7 @@ def _per_point_log_lik(x, y, guide, seed, scale=1.0):
     pyro.set_rng_seed(seed)
     with pyro.plate("num_particles_vectorized", K, dim=-2):
         guide_trace = poutine.trace(guide).get_trace(x, y)
-        model_trace = poutine.trace(poutine.replay(raw_regression, guide_trace)).get_trace(
-            x, y, scale=scale
-        )
+        model_trace = poutine.trace(poutine.replay(raw_regression, guide_trace)).get_trace(x, y, scale=scale)
     site = model_trace.nodes["obs"]
     return site["fn"].log_prob(site["value"])  # [K, N]
 
@@ -78,9 +76,7 @@ def test_bbalpha_is_the_formula_with_minibatch_scaling_outside_the_log():
         return raw_regression(x, y, scale=scale)
 
     pyro.set_rng_seed(seed)
-    loss = BBAlpha(alpha, num_particles=K, max_plate_nesting=1).differentiable_loss(
-        model, guide, x, y
-    )
+    loss = BBAlpha(alpha, num_particles=K, max_plate_nesting=1).differentiable_loss(model, guide, x, y)
     ll = _per_point_log_lik(x, y, guide, seed)
     priors = {name: site["fn"] for name, site in guide.prototype_trace.iter_stochastic_nodes()}
     kl = sum(kl_divergence(guide.family(name), prior).item() for name, prior in priors.items())
@@ -108,9 +104,7 @@ def test_one_particle_is_the_elbo_for_any_alpha():
 def test_gradients_match_finite_differences(concrete):
     x, y, guide = _setup(concrete=concrete)
     loss = BBAlpha(0.5, num_particles=4, max_plate_nesting=1)
-    params = dict(
-        guide.named_parameters()
-    )  # unconstrained: locs.w1_unconstrained, rates.w1_unconstrained
+    params = dict(guide.named_parameters())  # unconstrained: locs.w1_unconstrained, rates.w1_unconstrained
     assert ("rates.w1_unconstrained" in params) == concrete
     with torch.no_grad():  # a random point: zero biases put dropped units on the ReLU kink
         for name, param in params.items():
@@ -135,9 +129,7 @@ def test_gradients_match_finite_differences(concrete):
 
 def test_sequential_particles_match_the_vectorised_formula():
     x, y, _ = _setup()
-    guide = DropoutGuide(
-        raw_regression, dropout=0.0
-    )  # deterministic: both paths see the same draws
+    guide = DropoutGuide(raw_regression, dropout=0.0)  # deterministic: both paths see the same draws
     a = _loss(BBAlpha(0.5, num_particles=3, vectorize_particles=False), x, y, guide, 0)
     b = _loss(BBAlpha(0.5, num_particles=3), x, y, guide, 0)
     assert torch.allclose(a, b, rtol=1e-12)

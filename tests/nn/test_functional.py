@@ -47,9 +47,7 @@ def test_conv2d_matches_a_loop_over_draws(groups):
     out = conv2d(x, w, b, padding=1, groups=groups)
     assert out.shape == (5, 3, 6, 8, 8)
     for s in range(5):
-        assert torch.allclose(
-            out[s], F.conv2d(x, w[s, 0], b[s, 0], padding=1, groups=groups), atol=1e-5
-        )
+        assert torch.allclose(out[s], F.conv2d(x, w[s, 0], b[s, 0], padding=1, groups=groups), atol=1e-5)
     # batched inputs (a later layer) with batched weights
     out2 = conv2d(torch.randn(5, 3, 4, 8, 8), w, b, padding=1, groups=groups)
     assert out2.shape == (5, 3, 6, 8, 8)
