@@ -1,6 +1,6 @@
 """Guides: ``DropoutGuide``, an autoguide with the dropout variational family."""
 
-from .dropout_guide import DropoutGuide, DropoutSpec
+from .dropout_guide import DropoutGuide, DropoutSpec, Rate
 from .initialization import base_prior, init_to_fan_in, is_gaussian_prior
 
-__all__ = ["DropoutGuide", "DropoutSpec", "base_prior", "init_to_fan_in", "is_gaussian_prior"]
+__all__ = ["DropoutGuide", "DropoutSpec", "Rate", "base_prior", "init_to_fan_in", "is_gaussian_prior"]

@@ -25,7 +25,8 @@ from .initialization import base_prior, init_to_fan_in, is_gaussian_prior
 
 __all__ = ["DropoutGuide", "DropoutSpec"]
 
-DropoutSpec = float | Mapping[str, float] | Callable[[str, Any], float]
+Rate = float | torch.Tensor
+DropoutSpec = float | Mapping[str, Rate] | Callable[[str, Any], Rate]
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class _Role:
 
     masked: bool  # dropout family (True) or a MAP point estimate (False)
     event_dim: int
-    p: float = 0.0  # fixed rate (Bernoulli) or initial rate (Concrete)
+    p: float | torch.Tensor = 0.0  # fixed rate (Bernoulli) or initial rate (Concrete)
     learn_p: bool = False
     frames: tuple = ()
     get: Callable = attrgetter("")  # reads the site's parameter from a PyroModule
@@ -75,7 +76,9 @@ class DropoutGuide(AutoGuide):
     :param dropout: fixed drop probabilities (Bernoulli masks): a float for every weight
         tensor, a dict ``{site: p}`` that must name every weight tensor (and may name
         vector sites, to mask their elements), or a callable ``(name, site) -> p``
-        called for each weight tensor. Used only when ``concrete=False``.
+        called for each weight tensor. Used only when ``concrete=False``. A rate may be a
+        tensor broadcasting to the site's batch shape, e.g. one rate per run ``[R, 1]``
+        for a site in a plate of runs (:class:`~pyro_dropout.nn.MLP` with ``runs=R``).
     :param concrete: learn ``p`` per site with Concrete masks.
     :param temperature: Concrete relaxation temperature, > 0 (default 0.1 as in [2]).
     :param init_dropout: initial ``p`` for ``concrete=True``, in the same forms as
@@ -121,7 +124,7 @@ class DropoutGuide(AutoGuide):
         super().__init__(InitMessenger(init_loc_fn)(model), create_plates=create_plates)
 
     # --- set-up ----------------------------------------------------------------------
-    def _rate(self, name: str, site: dict, matrix: bool) -> float:
+    def _rate(self, name: str, site: dict, matrix: bool) -> Rate:
         spec = self._rates
         what = "init_dropout" if self.concrete else "dropout"
         if isinstance(spec, Mapping):
@@ -139,7 +142,21 @@ class DropoutGuide(AutoGuide):
         else:
             p = spec(name, site) if callable(spec) else spec
         validate_dropout_rate(p, f"DropoutGuide: {what} for site '{name}'")
-        return float(p)
+        if not isinstance(p, torch.Tensor):
+            return float(p)
+        batch = site["fn"].batch_shape
+        try:
+            fits = torch.broadcast_shapes(p.shape, batch) == batch
+        except RuntimeError:
+            fits = False
+        if not fits:
+            raise ValueError(
+                f"DropoutGuide: the {what} tensor for site '{name}' has shape {tuple(p.shape)}; it must "
+                f"broadcast to the site's batch shape {tuple(batch)}"
+            )
+        if self.concrete and not bool((p > 0).all()):
+            raise ValueError(f"DropoutGuide: learned rates for site '{name}' must start above 0")
+        return p.detach().clone()
 
     def _role(self, name: str, site: dict) -> _Role:
         fn = site["fn"]
@@ -156,7 +173,8 @@ class DropoutGuide(AutoGuide):
         named = isinstance(self._rates, Mapping) and name in self._rates
         if is_gaussian_prior(fn):
             p = self._rate(name, site, matrix)
-            return _Role(True, fn.event_dim, p, learn_p=self.concrete and p > 0, frames=frames)
+            learn = self.concrete and (isinstance(p, torch.Tensor) or p > 0)
+            return _Role(True, fn.event_dim, p, learn_p=learn, frames=frames)
         if matrix or named:
             raise ValueError(
                 f"DropoutGuide: site '{name}' has a {prior} prior, but the dropout family has an "
@@ -182,7 +200,7 @@ class DropoutGuide(AutoGuide):
             constraint = constraints.real if role.masked else site["fn"].support
             deep_setattr(self.locs, name, PyroParam(init, constraint, role.event_dim))
             if role.learn_p:
-                p0 = torch.tensor(role.p, dtype=init.dtype, device=init.device)
+                p0 = torch.as_tensor(role.p, dtype=init.dtype, device=init.device)
                 deep_setattr(self.rates, name, PyroParam(p0, constraints.unit_interval))
         if isinstance(self._rates, Mapping):
             unknown = sorted(set(self._rates) - set(self._roles))
@@ -199,7 +217,12 @@ class DropoutGuide(AutoGuide):
         return loc
 
     def _rate_of(self, name: str, role: _Role) -> torch.Tensor | float:
-        return role.get(self.rates) if role.learn_p else role.p
+        if role.learn_p:
+            return role.get(self.rates)
+        if isinstance(role.p, torch.Tensor):
+            loc = role.get(self.locs)
+            return role.p.to(dtype=loc.dtype, device=loc.device)
+        return role.p
 
     def family(self, name: str, plates: dict | None = None) -> dist.TorchDistribution:
         """The variational distribution of site ``name`` (outside any particle plate)."""
@@ -247,7 +270,9 @@ class DropoutGuide(AutoGuide):
         self._require_setup()
         out = {}
         for name, role in self._roles.items():
-            if role.masked and (role.event_dim >= 2 or role.learn_p or role.p > 0):
+            if role.masked and (
+                role.event_dim >= 2 or role.learn_p or isinstance(role.p, torch.Tensor) or role.p > 0
+            ):
                 p = self._rate_of(name, role)
                 ref = self._roles[name].get(self.locs)
                 out[name] = torch.as_tensor(p, dtype=ref.dtype, device=ref.device).detach().clone()

@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import pyro.distributions as dist
 import torch
 from pyro.distributions.torch_distribution import TorchDistributionMixin
 from pyro.nn import PyroModule, PyroSample
@@ -45,9 +46,15 @@ class _BayesianLayer(PyroModule):
         length_scale: float,
         bias_length_scale: float | None,
         resolution: float | None,
+        prior: str = "quantised",
     ) -> None:
+        if prior not in ("quantised", "normal"):
+            raise ValueError(f"prior must be 'quantised' or 'normal', got {prior!r}")
+        if prior == "normal" and resolution is not None:
+            raise ValueError("a resolution applies to the quantised prior only")
         self.weight_shape = weight_shape
         self.resolution = resolution
+        self.prior = prior
         self.register_buffer("prior_loc", torch.tensor(0.0))
         self.register_buffer("prior_weight_scale", torch.tensor(prior_scale_from_length_scale(length_scale)))
         bls = length_scale if bias_length_scale is None else bias_length_scale
@@ -58,13 +65,16 @@ class _BayesianLayer(PyroModule):
         self.weight = sample_site(type(self)._weight_prior)
         self.bias = sample_site(type(self)._bias_prior) if bias else None
 
+    def _prior(self, scale: torch.Tensor) -> TorchDistributionMixin:
+        if self.prior == "normal":
+            return dist.Normal(self.prior_loc, scale)
+        return QuantisedGaussian(self.prior_loc, scale, self.resolution)
+
     def _weight_prior(self) -> TorchDistributionMixin:
-        prior = QuantisedGaussian(self.prior_loc, self.prior_weight_scale, self.resolution)
-        return prior.expand(self.weight_shape).to_event(len(self.weight_shape))
+        return self._prior(self.prior_weight_scale).expand(self.weight_shape).to_event(len(self.weight_shape))
 
     def _bias_prior(self) -> TorchDistributionMixin:
-        prior = QuantisedGaussian(self.prior_loc, self.prior_bias_scale, self.resolution)
-        return prior.expand(self.weight_shape[:1]).to_event(1)
+        return self._prior(self.prior_bias_scale).expand(self.weight_shape[:1]).to_event(1)
 
 
 class Linear(_BayesianLayer):
@@ -85,6 +95,8 @@ class Linear(_BayesianLayer):
     :param length_scale: prior length-scale of the weights (prior std ``1/length_scale``).
     :param bias_length_scale: prior length-scale of the bias (default: ``length_scale``).
     :param resolution: quantisation grid width of the prior (see ``QuantisedGaussian``).
+    :param prior: ``"quantised"`` (the default, :class:`QuantisedGaussian`) or ``"normal"`` (a
+        continuous Gaussian with the same scale, e.g. for mean-field VI or HMC baselines).
     """
 
     def __init__(
@@ -96,12 +108,15 @@ class Linear(_BayesianLayer):
         length_scale: float = 1.0,
         bias_length_scale: float | None = None,
         resolution: float | None = None,
+        prior: str = "quantised",
     ) -> None:
         super().__init__()
         if in_features < 1 or out_features < 1:
             raise ValueError(f"Linear: sizes must be positive, got in={in_features}, out={out_features}")
         self.in_features, self.out_features = in_features, out_features
-        self._init_priors((out_features, in_features), bias, length_scale, bias_length_scale, resolution)
+        self._init_priors(
+            (out_features, in_features), bias, length_scale, bias_length_scale, resolution, prior
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return linear(x, self.weight, self.bias)
@@ -132,6 +147,7 @@ class Conv2d(_BayesianLayer):
         length_scale: float = 1.0,
         bias_length_scale: float | None = None,
         resolution: float | None = None,
+        prior: str = "quantised",
     ) -> None:
         super().__init__()
         if in_channels % groups or out_channels % groups:
@@ -142,7 +158,7 @@ class Conv2d(_BayesianLayer):
         self.in_channels, self.out_channels = in_channels, out_channels
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
         shape = (out_channels, in_channels // groups, kh, kw)
-        self._init_priors(shape, bias, length_scale, bias_length_scale, resolution)
+        self._init_priors(shape, bias, length_scale, bias_length_scale, resolution, prior)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from contextlib import ExitStack
 from typing import Any, Literal, cast
 
 import pyro
@@ -23,6 +24,9 @@ _ACTIVATIONS = {
     "sigmoid": torch.sigmoid,
     "gelu": torch.nn.functional.gelu,
 }
+# without autograd (prediction) these run in place: no new activations the size of a chunk of
+# draws. With autograd they must not, since in-place ops on views make autograd copy the base.
+_IN_PLACE = {"relu": torch.relu_, "tanh": torch.tanh_, "sigmoid": torch.sigmoid_}
 
 
 class MLP(PyroModule):
@@ -46,12 +50,21 @@ class MLP(PyroModule):
     plus ``"log_var"`` when heteroscedastic) or ``"logits"`` (classification), so that
     predictions can separate epistemic from aleatoric uncertainty.
 
+    **Independent runs in one model.** With ``runs=R`` the model holds ``R`` independent
+    networks in a plate ``"runs"`` (dim -2): ``x`` is ``[R, N, in]`` and ``y`` is ``[R, N]``,
+    each run with its own data; ``tau`` may be a tensor with one precision per run, and a
+    :class:`DropoutGuide` may give each run its own drop probability (a tensor of shape
+    ``[R, 1]``). The runs share nothing, so training them together equals training them
+    one after another, in one vectorised pass.
+
     Usage::
 
         model = MLP(13, hidden=(50,), tau=0.1)
         guide = DropoutGuide(model, dropout=0.05)
 
     :param length_scale: prior length-scale :math:`l` of every weight (prior std ``1/l``).
+    :param prior: ``"quantised"`` (:class:`QuantisedGaussian`) or ``"normal"`` weight priors.
+    :param runs: the number of independent networks held in the ``"runs"`` plate.
     """
 
     def __init__(
@@ -61,10 +74,12 @@ class MLP(PyroModule):
         hidden: Sequence[int] = (50,),
         *,
         likelihood: Likelihood = "normal",
-        tau: float | Literal["learned"] = 1.0,
+        tau: float | torch.Tensor | Literal["learned"] = 1.0,
         tau_prior: tuple[float, float] = (0.1, 0.01),
         activation: str = "relu",
         length_scale: float = 1.0,
+        prior: str = "quantised",
+        runs: int | None = None,
     ) -> None:
         super().__init__()
         if likelihood not in ("normal", "heteroscedastic", "categorical"):
@@ -73,16 +88,19 @@ class MLP(PyroModule):
             raise ValueError(f"MLP: unknown activation {activation!r}; choose from {sorted(_ACTIVATIONS)}")
         if likelihood == "categorical" and out_features < 2:
             raise ValueError("MLP: a categorical likelihood needs out_features >= 2 classes")
+        if runs is not None and not (isinstance(runs, int) and runs >= 1):
+            raise ValueError(f"MLP: runs must be a positive int, got {runs!r}")
         self.likelihood = likelihood
         self.out_features = out_features
         self.activation = activation
+        self.runs = runs
         sizes = [in_features, *hidden]
         n_out = 2 * out_features if likelihood == "heteroscedastic" else out_features
         self.hidden: Any = cast(Any, PyroModule)[torch.nn.ModuleList](
-            [Linear(a, b, length_scale=length_scale) for a, b in itertools.pairwise(sizes)]
+            [Linear(a, b, length_scale=length_scale, prior=prior) for a, b in itertools.pairwise(sizes)]
         )
-        self.output = Linear(sizes[-1], n_out, length_scale=length_scale)
-        self.tau_learned = tau == "learned"
+        self.output = Linear(sizes[-1], n_out, length_scale=length_scale, prior=prior)
+        self.tau_learned = isinstance(tau, str) and tau == "learned"
         if likelihood == "normal":
             if self.tau_learned:
                 a, b = tau_prior
@@ -92,34 +110,50 @@ class MLP(PyroModule):
                 self.register_buffer("tau_prior_shape", torch.tensor(float(a)))
                 self.tau = sample_site(type(self)._tau_prior)
             else:
-                if not (isinstance(tau, int | float) and math.isfinite(tau) and tau > 0):
-                    raise ValueError(f"MLP: tau must be a positive float or 'learned', got {tau!r}")
-                self.fixed_tau = float(tau)
+                self._set_fixed_tau(tau)
+
+    def _set_fixed_tau(self, tau: Any) -> None:
+        if isinstance(tau, torch.Tensor):
+            if self.runs is None or tau.shape != (self.runs,):
+                raise ValueError(f"MLP: a tensor tau needs runs=R and shape [R]; got {tuple(tau.shape)}")
+            if not bool(torch.isfinite(tau).all() and (tau > 0).all()):
+                raise ValueError("MLP: tau must be positive and finite")
+            self.register_buffer("fixed_tau", tau.detach().to(torch.get_default_dtype()).unsqueeze(-1))
+            return
+        if not (isinstance(tau, int | float) and math.isfinite(tau) and tau > 0):
+            raise ValueError(f"MLP: tau must be a positive float, a tensor or 'learned', got {tau!r}")
+        self.fixed_tau = float(tau)
 
     def _tau_prior(self) -> dist.Gamma:
         return dist.Gamma(self.tau_prior_shape, self.tau_prior_rate)
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """The network output ``f(x)``, shape ``[*S, N, n_out]``."""
-        act = _ACTIVATIONS[self.activation]
         h = x
         for layer in self.hidden:
-            h = act(layer(h))
+            h = layer(h)
+            act = _IN_PLACE.get(self.activation) if not h.requires_grad else None
+            h = act(h) if act is not None else _ACTIVATIONS[self.activation](h)
         return self.output(h)
 
     def forward(
         self, x: torch.Tensor, y: torch.Tensor | None = None, num_data: int | None = None
     ) -> torch.Tensor:
-        if x.dim() != 2:
-            raise ValueError(f"MLP: x must be [N, features], got shape {tuple(x.shape)}")
-        n = x.shape[0]
-        if y is not None and y.shape[0] != n:
-            raise ValueError(f"MLP: x has {n} rows but y has {y.shape[0]}")
-        tau = (self.tau if self.tau_learned else None) if self.likelihood == "normal" else None
-        f = self.features(x)
+        expected = 2 if self.runs is None else 3
+        if x.dim() != expected or (self.runs is not None and x.shape[0] != self.runs):
+            layout = "[N, features]" if self.runs is None else f"[runs={self.runs}, N, features]"
+            raise ValueError(f"MLP: x must be {layout}, got shape {tuple(x.shape)}")
+        n = x.shape[-2]
+        if y is not None and y.shape[: expected - 1] != x.shape[:-1]:
+            raise ValueError(f"MLP: x has shape {tuple(x.shape)} but y has shape {tuple(y.shape)}")
         scale = 1.0 if num_data is None else num_data / n
-        with pyro.plate("data", n, dim=-1), pyro.poutine.scale(scale=scale):
-            return self._observe(f, y, tau)
+        with ExitStack() as stack:
+            if self.runs is not None:
+                stack.enter_context(pyro.plate("runs", self.runs, dim=-2))
+            tau = (self.tau if self.tau_learned else None) if self.likelihood == "normal" else None
+            f = self.features(x)
+            with pyro.plate("data", n, dim=-1), pyro.poutine.scale(scale=scale):
+                return self._observe(f, y, tau)
 
     def _observe(self, f: torch.Tensor, y: torch.Tensor | None, tau: torch.Tensor | None) -> torch.Tensor:
         single = self.out_features == 1
@@ -137,7 +171,11 @@ class MLP(PyroModule):
             noise = dist.Normal(mean, torch.exp(0.5 * log_var))
         else:
             mean = pyro.deterministic("mean", f.squeeze(-1) if single else f, event_dim=0 if single else 1)
-            # tau is [] or [S, 1] (sample dim, data-plate slot); outputs need one more dim
-            sd = self.fixed_tau**-0.5 if tau is None else tau.rsqrt() if single else tau.rsqrt().unsqueeze(-1)
+            # tau: a float, [] or [(S,) (R,) 1] (data-plate slot); several outputs need one more dim
+            precision: float | torch.Tensor = self.fixed_tau if tau is None else tau
+            if isinstance(precision, float):
+                sd: float | torch.Tensor = precision**-0.5
+            else:
+                sd = precision.rsqrt() if single else precision.rsqrt().unsqueeze(-1)
             noise = dist.Normal(mean, sd)
         return pyro.sample("obs", noise if single else noise.to_event(1), obs=y)

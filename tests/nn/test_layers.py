@@ -81,7 +81,7 @@ def test_mlp_rejects_bad_arguments():
         MLP(2, likelihood="poisson")
     with pytest.raises(ValueError, match="tau"):
         MLP(2, tau=-1.0)
-    with pytest.raises(ValueError, match="rows"):
+    with pytest.raises(ValueError, match="y has shape"):
         MLP(2)(torch.randn(5, 2), torch.randn(4))
     with pytest.raises(ValueError, match="classes"):
         MLP(2, likelihood="categorical", out_features=1)
