@@ -34,6 +34,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check pyro_dropout tests examples benchmarks
 	$(BIN)/mypy
 
+bench: $(STAMP)
+	$(BIN)/python benchmarks/svi_step.py
+	$(BIN)/python benchmarks/predictive.py
+	$(BIN)/python benchmarks/vectorised_runs.py
+
 format: $(STAMP)
 	$(BIN)/ruff format pyro_dropout tests examples benchmarks
 	$(BIN)/ruff check --fix pyro_dropout tests examples benchmarks

@@ -139,7 +139,10 @@ def main() -> None:
             f"predict {r['predict_seconds']:.3f} s, equal-FLOP matmul {r['matmul_seconds']:.3f} s, "
             f"ratio {r['ratio']:.2f}"
         )
-    write(f"predictive_{device.type}", {"machine": machine(device), "speed": rows, "memory": mem})
+    write(
+        f"predictive_{device.type}" + ("_quick" if args.quick else ""),
+        {"machine": machine(device), "speed": rows, "memory": mem},
+    )
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ class BernoulliDropout(MaskedWeight):
     """
 
     def sample_keep(self, shape: torch.Size) -> torch.Tensor:
-        keep_prob = 1.0 - self.p_broadcast().detach()
+        keep_prob = 1.0 - (self.p_broadcast().detach() if isinstance(self.p, torch.Tensor) else self.p)
         uniform = torch.rand(shape, dtype=self.loc.dtype, device=self.loc.device)
         return (uniform < keep_prob).to(self.loc.dtype)
 

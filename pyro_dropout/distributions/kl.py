@@ -82,22 +82,42 @@ def kl_masked_gaussian(
     r"""The KL of the module docstring, of shape ``q.batch_shape``.
 
     ``prior_loc`` and ``prior_scale`` broadcast against ``q.batch_shape + q.event_shape``.
-    Broadcast (expanded) dims are computed once, so the cost does not grow with the
-    number of vectorised particles.
+    Uses :math:`\mathbb{E}_q(w-\mu)^2 = (m-\mu)^2 + m^2\,p/(1-p)`. Broadcast (expanded)
+    dims are computed once, so the cost does not grow with the number of vectorised
+    particles; a fixed (Python) ``p`` and a scalar prior keep the work to a few
+    reductions over ``M``.
     """
     loc = _compact(q.loc)
     mu, scale = _compact(prior_loc), _compact(prior_scale)
+    event = q.event_shape
     if q.is_point_mass:
-        second_moment = (loc - mu).pow(2)
+        ratio: torch.Tensor | float = 0.0
+    elif isinstance(q.p, torch.Tensor):
+        p = _compact(q.p)
+        ratio = (p / (1.0 - p)).reshape(p.shape + (1,) * q.event_dim)
     else:
-        p = _compact(q._p_as_tensor())
-        p = p.reshape(p.shape + (1,) * q.event_dim)
-        second_moment = loc.pow(2) / (1.0 - p) - 2.0 * loc * mu + mu.pow(2)
-    per_weight = 0.5 * second_moment / scale.pow(2) + scale.log() + (_HALF_LOG_2PI - log_resolution)
-    kl = _sum_event(per_weight, q.event_shape)
+        ratio = q.p / (1.0 - q.p)
+    if mu.numel() == 1 and scale.numel() == 1:  # one prior for every weight: sum first, scale after
+        mu, scale = mu.reshape(()), scale.reshape(())
+        squares = _sum_event((loc - mu).pow(2), event)
+        if not isinstance(ratio, float) or ratio != 0.0:
+            squares = squares + _sum_event(ratio * loc.pow(2), event)
+        n = math.prod(event)
+        kl = squares / (2.0 * scale * scale) + n * (scale.log() + (_HALF_LOG_2PI - log_resolution))
+    else:
+        second_moment = (loc - mu).pow(2) + ratio * loc.pow(2)
+        per_weight = 0.5 * second_moment / scale.pow(2) + scale.log() + (_HALF_LOG_2PI - log_resolution)
+        kl = _sum_event(per_weight, event)
     if not q.is_point_mass:
-        kl = kl - q.num_units * bernoulli_entropy(_compact(q._p_as_tensor()))
+        if isinstance(q.p, torch.Tensor):
+            kl = kl - q.num_units * bernoulli_entropy(_compact(q.p))
+        else:
+            kl = kl - q.num_units * _entropy_of_float(q.p)
     return kl.expand(q.batch_shape)
+
+
+def _entropy_of_float(p: float) -> float:
+    return -(p * math.log(p) + (1 - p) * math.log1p(-p)) if 0 < p < 1 else 0.0
 
 
 def _gaussian_parts(prior: Distribution, q: MaskedWeight) -> tuple[torch.Tensor, torch.Tensor, float]:

@@ -149,7 +149,9 @@ class MaskedWeight(TorchDistribution):
         if self.is_point_mass:
             return self.loc.expand(shape)
         keep = self.sample_keep(self._mask_shape(sample_shape))
-        return self.loc * (keep / (1.0 - self.p_broadcast()))
+        if isinstance(self.p, torch.Tensor):
+            return self.loc * (keep / (1.0 - self.p_broadcast()))
+        return self.loc * (keep * (1.0 / (1.0 - self.p)))
 
     def sample(self, sample_shape: SampleShape = torch.Size()) -> torch.Tensor:  # noqa: B008
         with torch.no_grad():

@@ -1,12 +1,14 @@
 """Inference: the dropout ELBO, the BB-alpha energy, and prediction helpers."""
 
 from .bbalpha import BBAlpha, log_mean_exp
+from .compiled_svi import CompiledSVI
 from .elbo import DropoutELBO, log_likelihood_sum
 from .predictive import Predictions, predict, predict_from_samples, predict_standard
 from .traces import check_finite_inputs, importance_trace, latent_penalty
 
 __all__ = [
     "BBAlpha",
+    "CompiledSVI",
     "DropoutELBO",
     "Predictions",
     "check_finite_inputs",

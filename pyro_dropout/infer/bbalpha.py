@@ -148,16 +148,18 @@ class BBAlpha(DropoutTraceMixin, ELBO):
         fit: Any = 0.0
         for log_p, scale in factors:
             fit = fit + (scale * log_mean_exp(self.alpha * log_p, dim=0)).sum()
-        energy = penalty - fit / self.alpha
-        warn_if_nan(energy, "loss")
-        return energy
+        return penalty - fit / self.alpha
 
     def loss(self, model: Callable, guide: Callable, *args: Any, **kwargs: Any) -> float:
         with torch.no_grad():
-            return torch_item(self.differentiable_loss(model, guide, *args, **kwargs))
+            energy = torch_item(self.differentiable_loss(model, guide, *args, **kwargs))
+        warn_if_nan(energy, "loss")
+        return energy
 
     def loss_and_grads(self, model: Callable, guide: Callable, *args: Any, **kwargs: Any) -> float:
         energy = self.differentiable_loss(model, guide, *args, **kwargs)
         if energy.requires_grad:
             energy.backward(retain_graph=self.retain_graph)
-        return torch_item(energy)
+        value = torch_item(energy)
+        warn_if_nan(value, "loss")
+        return value

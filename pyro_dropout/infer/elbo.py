@@ -2,13 +2,14 @@ r"""``DropoutELBO``: the evidence lower bound of dropout inference, with the ana
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from pyro.infer import TraceMeanField_ELBO
 from pyro.infer.util import torch_item
 from pyro.poutine.trace_struct import Trace
+from pyro.util import warn_if_nan
 
 from .traces import DropoutTraceMixin, check_finite_inputs, latent_penalty, likelihood_sites
 
@@ -68,13 +69,35 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
         )
         self.check_finite = check_finite
 
-    def _get_traces(self, model: Callable, guide: Callable, args: tuple, kwargs: dict) -> Iterator:
+    def _penalised_log_likelihood(
+        self, model: Callable, guide: Callable, args: tuple, kwargs: dict
+    ) -> torch.Tensor:
+        """The ELBO estimate as a tensor, averaged over particles (no host synchronisation)."""
+        total: Any = 0.0
+        for model_trace, guide_trace in self._get_traces(model, guide, args, kwargs):
+            total = total + log_likelihood_sum(model_trace) - latent_penalty(model_trace, guide_trace)
+        return torch.as_tensor(total) / self.num_particles
+
+    def differentiable_loss(
+        self, model: Callable, guide: Callable, *args: Any, **kwargs: Any
+    ) -> torch.Tensor:
+        """The negative ELBO as a differentiable tensor."""
         if self.check_finite:
             check_finite_inputs(args, kwargs)
-        yield from super()._get_traces(model, guide, args, kwargs)
+        return -self._penalised_log_likelihood(model, guide, args, kwargs)
 
-    def _differentiable_loss_particle(
-        self, model_trace: Trace, guide_trace: Trace
-    ) -> tuple[float, torch.Tensor]:
-        elbo = log_likelihood_sum(model_trace) - latent_penalty(model_trace, guide_trace)
-        return -torch_item(elbo), -elbo
+    def loss(self, model: Callable, guide: Callable, *args: Any, **kwargs: Any) -> float:
+        """The negative ELBO (a float)."""
+        with torch.no_grad():
+            loss = torch_item(self.differentiable_loss(model, guide, *args, **kwargs))
+        warn_if_nan(loss, "loss")
+        return loss
+
+    def loss_and_grads(self, model: Callable, guide: Callable, *args: Any, **kwargs: Any) -> float:
+        """The negative ELBO; also back-propagates it into the parameters."""
+        loss = self.differentiable_loss(model, guide, *args, **kwargs)
+        if loss.requires_grad:
+            loss.backward(retain_graph=self.retain_graph)
+        value = torch_item(loss)
+        warn_if_nan(value, "loss")
+        return value

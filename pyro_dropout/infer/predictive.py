@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import pyro
 import torch
@@ -132,6 +132,7 @@ def _chunks(total: int, size: int) -> Iterable[int]:
 # --- the engine ----------------------------------------------------------------------------
 def _predict(
     model: Callable,
+    one_draw: Callable[[tuple, dict], dict[str, torch.Tensor]],
     draw_latents: Callable[[int, int, Trace, tuple, dict], Trace],
     args: tuple,
     kwargs: dict,
@@ -148,7 +149,12 @@ def _predict(
     args, kwargs = _to_device(args, kwargs, device)
     check_finite_inputs(args, kwargs)
     with torch.no_grad(), poutine.block():
-        prototype = poutine.trace(model).get_trace(*args, **kwargs)
+        # the structure (plates, shapes) from one posterior draw, not from the prior, whose
+        # draws can overflow (e.g. a log-variance head under a broad prior)
+        with pyro.validation_enabled(False):
+            prototype = poutine.trace(poutine.condition(model, one_draw(args, kwargs))).get_trace(
+                *args, **kwargs
+            )
     nesting = _max_plate_nesting(prototype)
     wanted = None if return_sites is None else set(return_sites)
     out = Predictions()
@@ -258,8 +264,12 @@ def predict(
     def draw(size: int, nesting: int, prototype: Trace, a: tuple, k: dict) -> Trace:
         return poutine.trace(guide).get_trace(*a, **k)
 
+    def one_draw(a: tuple, k: dict) -> dict[str, torch.Tensor]:
+        trace = poutine.trace(guide).get_trace(*a, **k)
+        return {name: cast(torch.Tensor, site["value"]) for name, site in trace.iter_stochastic_nodes()}
+
     device = _device_of(model, guide)
-    return _predict(model, draw, args, kwargs, num_samples, chunk_size, return_sites, device)
+    return _predict(model, one_draw, draw, args, kwargs, num_samples, chunk_size, return_sites, device)
 
 
 def predict_from_samples(
@@ -294,7 +304,10 @@ def predict_from_samples(
             trace.add_node(name, type="sample", value=value, is_observed=False, fn=None, infer={})
         return trace
 
-    return _predict(model, draw, args, kwargs, num_samples, chunk_size, return_sites, device)
+    def one_draw(a: tuple, k: dict) -> dict[str, torch.Tensor]:
+        return {name: value[0].to(device) if device else value[0] for name, value in samples.items()}
+
+    return _predict(model, one_draw, draw, args, kwargs, num_samples, chunk_size, return_sites, device)
 
 
 def predict_standard(model: Callable, guide: Any, *args: Any, **kwargs: Any) -> Predictions:

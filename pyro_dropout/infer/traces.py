@@ -32,11 +32,13 @@ Site = Any  # a node of a Pyro trace (``pyro.poutine.runtime.Message``)
 
 
 def _non_finite(value: Any) -> bool:
-    return (
-        isinstance(value, torch.Tensor)
-        and value.is_floating_point()
-        and not bool(torch.isfinite(value).all())
-    )
+    """True when a floating tensor holds NaN or inf. One float64 reduction: NaN and inf
+    survive a sum; only a sum of huge finite values can overflow, and is then checked exactly."""
+    if not (isinstance(value, torch.Tensor) and value.is_floating_point()):
+        return False
+    if bool(torch.isfinite(value.sum(dtype=torch.float64))):
+        return False
+    return not bool(torch.isfinite(value).all())
 
 
 def check_finite_inputs(args: tuple, kwargs: dict) -> None:

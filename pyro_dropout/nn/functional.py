@@ -20,15 +20,23 @@ import math
 
 import torch
 import torch.nn.functional as F
+from pyro.poutine.runtime import get_plates
 
 __all__ = ["conv2d", "linear", "strip_plate_slots"]
 
 
 def strip_plate_slots(t: torch.Tensor, core_dim: int) -> torch.Tensor:
-    """Drop the trailing size-1 batch dims left of the last ``core_dim`` dims of ``t``."""
+    """Drop the trailing size-1 batch dims left of the last ``core_dim`` dims of ``t``.
+
+    A size-1 dim where an enclosing ``pyro.plate`` of size 1 sits is a real plate (e.g. one
+    run in a plate of runs) and is kept; every other trailing size-1 dim is a broadcast slot.
+    """
     batch = t.shape[: t.dim() - core_dim]
+    if not batch or batch[-1] != 1:
+        return t
+    size_one_plates = {f.dim for f in get_plates() if f.vectorized and f.dim is not None and f.size == 1}
     keep = len(batch)
-    while keep > 0 and batch[keep - 1] == 1:
+    while keep > 0 and batch[keep - 1] == 1 and (keep - 1 - len(batch)) not in size_one_plates:
         keep -= 1
     if keep == len(batch):
         return t
@@ -49,6 +57,9 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     :param weight: ``[*S, out, in]``, possibly with plate slots ``[*S, 1, out, in]``.
     :param bias: ``[*S, out]`` (or with plate slots), optional.
     :returns: ``[*S, ..., N, out]`` with the plate slots removed.
+
+    Batched weights run as one ``baddbmm`` over all draws, the bias fused in; unbatched
+    ones as ``F.linear``.
     """
     if weight.dim() < 2:
         raise ValueError(f"linear: weight must be at least 2-d [out, in], got shape {tuple(weight.shape)}")
@@ -58,27 +69,23 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
             f"shape {tuple(weight.shape)} expects {weight.shape[-1]}"
         )
     weight = strip_plate_slots(weight, 2)
-    if x.dim() >= 2:
-        _batch_shape("linear", x.shape[:-2], weight.shape[:-2])
-    if weight.dim() == 2:
-        out = F.linear(x, weight)
-    elif x.dim() == 2:
-        # one GEMM for all draws: [N, in] @ [in, S*out] -> [S, N, out]
-        s_shape = weight.shape[:-2]
-        flat = weight.reshape(-1, weight.shape[-1])
-        out = F.linear(x, flat).reshape(x.shape[0], *s_shape, weight.shape[-2])
-        out = out.movedim(0, -2)
-    else:
+    b = None if bias is None else strip_plate_slots(bias, 1)
+    if b is not None and b.shape[-1] != weight.shape[-2]:
+        raise ValueError(f"linear: bias of shape {tuple(b.shape)} does not match {weight.shape[-2]} outputs")
+    if weight.dim() == 2 and (b is None or b.dim() == 1):
+        return F.linear(x, weight, b)
+    if x.dim() < 2:
         out = torch.matmul(x, weight.transpose(-1, -2))
-    if bias is not None:
-        if bias.shape[-1] != out.shape[-1]:
-            raise ValueError(
-                f"linear: bias of shape {tuple(bias.shape)} does not match {out.shape[-1]} outputs"
-            )
-        b = strip_plate_slots(bias, 1)
-        # a bias with sample dims [*S, out] must skip the N dim of out [*S, N, out]
-        out = out + (b.unsqueeze(-2) if b.dim() > 1 and x.dim() >= 2 else b)
-    return out
+        return out if b is None else out + b
+    batch = _batch_shape("linear", x.shape[:-2], weight.shape[:-2], *(() if b is None else (b.shape[:-1],)))
+    n, d_in, d_out = x.shape[-2], x.shape[-1], weight.shape[-2]
+    xs = x.expand(batch + x.shape[-2:]).reshape(-1, n, d_in)
+    ws = weight.expand(batch + weight.shape[-2:]).reshape(-1, d_out, d_in).transpose(-1, -2)
+    if b is None:
+        out = torch.bmm(xs, ws)
+    else:
+        out = torch.baddbmm(b.expand(batch + b.shape[-1:]).reshape(-1, 1, d_out), xs, ws)
+    return out.reshape(batch + (n, d_out))
 
 
 def conv2d(

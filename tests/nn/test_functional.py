@@ -56,3 +56,14 @@ def test_conv2d_matches_a_loop_over_draws(groups):
 def test_conv2d_reports_channel_mismatch():
     with pytest.raises(ValueError, match="channels"):
         conv2d(torch.randn(2, 3, 5, 5), torch.randn(4, 2, 3, 3))
+
+
+def test_size_one_plates_are_kept_and_slots_are_dropped():
+    import pyro
+
+    x, w = torch.randn(1, 7, 3), torch.randn(5, 1, 1, 4, 3)  # [S, runs=1, slot, out, in]
+    with pyro.plate("runs", 1, dim=-2):
+        assert linear(x, w).shape == (5, 1, 7, 4)
+    assert linear(x, w).shape == (5, 7, 4)  # outside the plate both size-1 dims are slots
+    with pyro.plate("data", 7, dim=-1):  # a slot under a size-7 plate is still a slot
+        assert linear(x[0], w[:, 0]).shape == (5, 7, 4)

@@ -1,0 +1,24 @@
+"""The benchmark scripts run (quick sizes) and pass their own result checks; no timing is asserted."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", ["svi_step", "predictive", "vectorised_runs"])
+def test_benchmark_runs(script):
+    out = subprocess.run(
+        [sys.executable, str(BENCH / f"{script}.py"), "--quick", "--device", "cpu"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    payload = json.loads((BENCH / "results" / f"{script}_cpu_quick.json").read_text())
+    assert payload["machine"]["device"] == "cpu"
