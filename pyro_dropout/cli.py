@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,6 +23,57 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def parse_splits(text: str) -> list[int]:
+    """``"0-19"``, ``"3"`` or ``"0,2,5-7"`` -> split numbers."""
+    out: list[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        if not lo.isdigit() or (hi and not hi.isdigit()):
+            raise argparse.ArgumentTypeError(f"bad --splits {text!r}: use e.g. 0-19, 3 or 0,2,5-7")
+        out += list(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def _uci(args: argparse.Namespace) -> int:
+    import torch
+
+    from .datasets import load_uci
+    from .experiments.uci import Settings, run_uci
+
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    data = load_uci(args.dataset, args.data_dir)
+    settings = Settings(
+        epochs_multiplier=args.epochs_multiplier,
+        num_samples=args.num_samples,
+        validation_samples=args.validation_samples,
+        seed=args.seed,
+        device=args.device,
+        progress=not args.quiet,
+    )
+    results = run_uci(data, args.method, args.splits, Path(args.out), settings)
+    done = [r for r in results if r is not None]
+    rmse = sum(r["rmse"] for r in done) / len(done)
+    ll = sum(r["test_ll"] for r in done) / len(done)
+    print(f"{data.name} {args.method}: {len(done)} splits, mean RMSE {rmse:.3f}, mean test LL {ll:.3f}")
+    return 0
+
+
+def _uci_table(args: argparse.Namespace) -> int:
+    from .experiments.uci_table import collect, markdown_table
+
+    print(markdown_table(collect(Path(args.results))), end="")
+    return 0
+
+
+def _download(args: argparse.Namespace) -> int:
+    from .datasets import UCI_DATASETS, download_uci
+
+    names = UCI_DATASETS if args.dataset == "all" else [args.dataset]
+    for name in names:
+        print(f"{name}: {download_uci(name, args.data_dir)}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pyro-dropout", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -32,12 +84,47 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--loss", choices=["elbo", "bbalpha"], default="elbo")
     demo.set_defaults(func=_demo)
+
+    from .experiments.uci import METHODS
+
+    uci = sub.add_parser("uci", help="the UCI regression benchmark on its standard splits")
+    uci.add_argument("--dataset", required=True, help="e.g. bostonHousing (a folder under DATA_DIR/uci/)")
+    uci.add_argument("--method", required=True, choices=METHODS)
+    uci.add_argument("--splits", type=parse_splits, default=None, help="e.g. 0-19 (default: all)")
+    uci.add_argument("--data-dir", default=None, help="folder holding uci/ (default: $PYRO_DROPOUT_DATA)")
+    uci.add_argument("--out", default="results", help="one JSON file per split goes here (default: results)")
+    uci.add_argument(
+        "--epochs-multiplier", type=int, default=100, help="epochs = n_epochs.txt x this (default 100)"
+    )
+    uci.add_argument("--num-samples", type=int, default=10_000, help="T at test time (default 10000)")
+    uci.add_argument(
+        "--validation-samples", type=int, default=1_000, help="T for the grid search (default 1000)"
+    )
+    uci.add_argument("--seed", type=int, default=0)
+    uci.add_argument("--device", default="cpu", help="cpu or cuda")
+    uci.add_argument("--quiet", action="store_true", help="no progress bars")
+    uci.set_defaults(func=_uci)
+
+    table = sub.add_parser(
+        "uci-table", help="markdown table of the UCI results next to the published numbers"
+    )
+    table.add_argument("results", help="the folder given to `pyro-dropout uci --out`")
+    table.set_defaults(func=_uci_table)
+
+    download = sub.add_parser("download-uci", help="fetch the UCI data sets with their standard splits")
+    download.add_argument("--dataset", default="all")
+    download.add_argument("--data-dir", required=True)
+    download.set_defaults(func=_download)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except (FileNotFoundError, ValueError) as e:  # bad input: one clear line, not a traceback
+        print(f"pyro-dropout {args.command}: error: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

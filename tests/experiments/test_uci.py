@@ -1,0 +1,206 @@
+"""The UCI protocol on a tiny synthetic data set in the standard layout."""
+
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from pyro_dropout.cli import main, parse_splits
+from pyro_dropout.datasets import download_uci, load_uci, uci_directory
+from pyro_dropout.experiments import uci as uci_module
+from pyro_dropout.experiments.uci import Settings, run_uci
+from pyro_dropout.experiments.uci_table import collect, markdown_table
+from pyro_dropout.experiments.vectorised import Standardiser, score_runs
+from pyro_dropout.metrics import gaussian_log_likelihood
+
+TINY = Settings(
+    epochs_multiplier=1,
+    num_samples=40,
+    validation_samples=20,
+    chunk_size=16,
+    progress=False,
+    sgp_steps=30,
+    sgp_inducing=10,
+    hmc_warmup=10,
+    hmc_samples=10,
+    hmc_max_tree_depth=3,
+)
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    """60 rows: 3 informative features, 1 constant column, target last; 3 splits of 50/10 rows."""
+    g = np.random.default_rng(0)
+    x = g.normal(size=(60, 3))
+    data = np.column_stack([x, np.full(60, 7.0), 10 + 5 * x[:, 0] - x[:, 1] + g.normal(scale=0.5, size=60)])
+    folder = tmp_path / "uci" / "tiny" / "data"
+    folder.mkdir(parents=True)
+    np.savetxt(folder / "data.txt", data)
+    np.savetxt(folder / "index_features.txt", [0, 1, 2, 3], fmt="%d")
+    np.savetxt(folder / "index_target.txt", [4], fmt="%d")
+    for i in range(3):
+        order = g.permutation(60)
+        np.savetxt(folder / f"index_train_{i}.txt", order[:50], fmt="%d")
+        np.savetxt(folder / f"index_test_{i}.txt", order[50:], fmt="%d")
+    for name, values in [
+        ("n_splits", [3]),
+        ("n_hidden", [8]),
+        ("n_epochs", [2]),
+        ("dropout_rates", [0.01, 0.1]),
+        ("tau_values", [0.5, 2.0]),
+    ]:
+        np.savetxt(folder / f"{name}.txt", values)
+    return tmp_path
+
+
+def test_loader_and_missing_data(tiny, tmp_path):
+    data = load_uci("tiny", tiny)
+    assert data.x.shape == (60, 4) and data.n_splits == 3 and data.n_hidden == 8
+    assert data.dropout_rates == [0.01, 0.1] and data.tau_values == [0.5, 2.0]
+    with pytest.raises(FileNotFoundError, match="download-uci"):
+        uci_directory("bostonHousing", tmp_path / "empty")
+
+
+def test_mc_dropout_protocol_grid_retrain_and_resume(tiny, monkeypatch):
+    data = load_uci("tiny", tiny)
+    seen = []
+    original = uci_module.train_and_score
+
+    def spy(data_, method, specs, s, num_samples, desc):
+        seen.append(
+            (desc, [(sp.split, len(sp.train), len(sp.score), sp.p, sp.tau) for sp in specs], num_samples)
+        )
+        return original(data_, method, specs, s, num_samples, desc)
+
+    monkeypatch.setattr(uci_module, "train_and_score", spy)
+    out = tiny / "results"
+    results = run_uci(data, "mc-dropout", [0, 2], out, TINY, log=lambda m: None)
+    grid, final = seen
+    # the grid: 2 splits x 4 (p, tau) pairs, trained on the first 80% (40 rows), validated on the last 10
+    assert len(grid[1]) == 8 and {r[1:3] for r in grid[1]} == {(40, 10)} and grid[2] == 20
+    # the final runs: the whole training split (50 rows), the test split (10 rows), T = num_samples
+    assert {r[1:3] for r in final[1]} == {(50, 10)} and final[2] == 40
+    for r in results:
+        assert (r["p"], r["tau"]) in {(p, t) for p in data.dropout_rates for t in data.tau_values}
+        best = max(r["validation"], key=lambda v: v["test_ll"])
+        assert (best["p"], best["tau"]) == (r["p"], r["tau"])
+        assert {"dataset", "method", "split", "rmse", "rmse_standard", "test_ll", "seconds"} <= set(r)
+        assert all(math.isfinite(r[k]) for k in ("rmse", "rmse_standard", "test_ll"))
+    files = sorted(p.name for p in out.iterdir())
+    assert files == ["tiny_mc-dropout_split00.json", "tiny_mc-dropout_split02.json"]
+    # resumable: finished splits are kept, only split 1 trains
+    seen.clear()
+    run_uci(data, "mc-dropout", [0, 1, 2], out, TINY, log=lambda m: None)
+    assert [r[0] for r in seen[1][1]] == [1]
+
+
+@pytest.mark.parametrize("method", ["concrete", "bbalpha-0.5", "mfvi", "ensemble", "sgp", "hmc"])
+def test_every_method_runs(tiny, method):
+    data = load_uci("tiny", tiny)
+    (result,) = run_uci(data, method, [1], None, TINY, log=lambda m: None)
+    assert math.isfinite(result["rmse"]) and math.isfinite(result["test_ll"])
+    if method == "concrete":
+        assert set(result["learned_p"]) == {"hidden.0.weight", "output.weight"}
+        assert result["tau"] > 0 and "tau_before_m_step" in result
+
+
+def test_tau_is_applied_on_the_original_scale(tiny):
+    data = load_uci("tiny", tiny)
+    spec = uci_module.Spec(0, data.splits[0].train, data.splits[0].test, p=0.1, tau=2.0)
+    x, y = uci_module._tensors(data, [spec], lambda sp: sp.train, torch.device("cpu"))
+    stats = Standardiser.fit(x, y)
+    model, _, _ = uci_module._build("mc-dropout", 4, 8, [spec], stats, TINY)
+    assert torch.allclose(model.fixed_tau, (2.0 * stats.y_std.pow(2)).reshape(1, 1))
+    assert torch.equal(stats.x_std[0, 3], torch.tensor(1.0))  # the constant column: std 0 -> 1
+
+
+def test_streaming_scores_equal_eq13():
+    g = torch.Generator().manual_seed(0)
+    draws = torch.randn(50, 2, 7, generator=g, dtype=torch.float64)
+    y = torch.randn(2, 7, generator=g, dtype=torch.float64)
+    var = torch.tensor(0.25, dtype=torch.float64)
+    calls = iter(range(0, 50, 16))
+
+    def chunk(c):
+        start = next(calls)
+        return draws[start : start + c], var.expand(c, 2, 7)
+
+    scores = score_runs(chunk, y, 50, 16)
+    for r in range(2):
+        eq13 = gaussian_log_likelihood(draws[:, r], y[r], 4.0).mean()
+        assert torch.allclose(scores.test_ll[r], eq13)
+        assert torch.allclose(scores.rmse[r], (draws[:, r].mean(0) - y[r]).pow(2).mean().sqrt())
+
+
+def test_table_and_cli(tiny, capsys):
+    out = tiny / "results"
+    assert (
+        main(
+            [
+                "uci",
+                "--dataset",
+                "tiny",
+                "--method",
+                "ensemble",
+                "--splits",
+                "0-1",
+                "--data-dir",
+                str(tiny),
+                "--out",
+                str(out),
+                "--epochs-multiplier",
+                "1",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    rows = collect(out)
+    assert {r["split"] for r in rows} == {0, 1}
+    table = markdown_table(rows)
+    assert "| tiny |" in table and "ensemble" in table and "2018 grid-search re-run" in table
+    assert main(["uci-table", str(out)]) == 0
+    assert "Test log-likelihood" in capsys.readouterr().out
+    assert main(["uci", "--dataset", "nope", "--method", "mc-dropout", "--data-dir", str(tiny)]) == 2
+    assert "not found" in capsys.readouterr().err
+
+
+def test_parse_splits():
+    assert (
+        parse_splits("0-3") == [0, 1, 2, 3]
+        and parse_splits("2") == [2]
+        and parse_splits("0,4-5") == [0, 4, 5]
+    )
+
+
+def test_download_verifies_checksums(tmp_path):
+    shared = uci_directory("bostonHousing") if os.environ.get("PYRO_DROPOUT_DATA") or _has_shared() else None
+    if shared is None:
+        pytest.skip("no local copy of the UCI files to serve")
+    source = "file://" + str(shared.parents[1])
+    folder = download_uci("bostonHousing", tmp_path, source=source)
+    assert (folder / "index_test_19.txt").is_file()
+    (tmp_path / "uci" / "bostonHousing" / "data" / "data.txt").write_text("tampered")
+    bad = tmp_path / "bad" / "bostonHousing" / "data"
+    bad.mkdir(parents=True)
+    (bad / "data.txt").write_text("not the data")
+    with pytest.raises(ValueError, match="checksum mismatch"):
+        download_uci("bostonHousing", tmp_path / "out", source="file://" + str(tmp_path / "bad"))
+
+
+def _has_shared():
+    try:
+        uci_directory("bostonHousing")
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def test_results_are_json(tiny):
+    data = load_uci("tiny", tiny)
+    run_uci(data, "ensemble", [0], tiny / "r", TINY, log=lambda m: None)
+    payload = json.loads((tiny / "r" / "tiny_ensemble_split00.json").read_text())
+    assert payload["settings"]["epochs_multiplier"] == 1
