@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow test-all lint format bench docs clean
+.PHONY: setup demo test test-slow test-all lint format bench uci uci-table clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,17 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/svi_step.py
 	$(BIN)/python benchmarks/predictive.py
 	$(BIN)/python benchmarks/vectorised_runs.py
+
+# The UCI benchmark (hours on a 2-core CPU): every METHOD on every DATASET, resumable.
+UCI_DATASETS ?= bostonHousing concrete wine-quality-red kin8nm power-plant naval-propulsion-plant protein-tertiary-structure
+UCI_METHODS ?= mc-dropout concrete mfvi ensemble sgp bbalpha-0.5 bbalpha-1
+UCI_OUT ?= results/uci
+uci: $(STAMP)
+	for m in $(UCI_METHODS); do for d in $(UCI_DATASETS); do \
+		$(BIN)/pyro-dropout uci --dataset $$d --method $$m --out $(UCI_OUT) --quiet || exit 1; done; done
+
+uci-table: $(STAMP)
+	$(BIN)/pyro-dropout uci-table $(UCI_OUT)
 
 format: $(STAMP)
 	$(BIN)/ruff format pyro_dropout tests examples benchmarks

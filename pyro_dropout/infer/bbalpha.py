@@ -8,9 +8,7 @@ from typing import Any
 
 import torch
 from pyro.infer import ELBO
-from pyro.infer.util import torch_item
 from pyro.poutine.trace_struct import Trace
-from pyro.util import warn_if_nan
 
 from .traces import (
     PARTICLE_PLATE,
@@ -149,17 +147,3 @@ class BBAlpha(DropoutTraceMixin, ELBO):
         for log_p, scale in factors:
             fit = fit + (scale * log_mean_exp(self.alpha * log_p, dim=0)).sum()
         return penalty - fit / self.alpha
-
-    def loss(self, model: Callable, guide: Callable, *args: Any, **kwargs: Any) -> float:
-        with torch.no_grad():
-            energy = torch_item(self.differentiable_loss(model, guide, *args, **kwargs))
-        warn_if_nan(energy, "loss")
-        return energy
-
-    def loss_and_grads(self, model: Callable, guide: Callable, *args: Any, **kwargs: Any) -> float:
-        energy = self.differentiable_loss(model, guide, *args, **kwargs)
-        if energy.requires_grad:
-            energy.backward(retain_graph=self.retain_graph)
-        value = torch_item(energy)
-        warn_if_nan(value, "loss")
-        return value

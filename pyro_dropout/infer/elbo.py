@@ -7,9 +7,7 @@ from typing import Any
 
 import torch
 from pyro.infer import TraceMeanField_ELBO
-from pyro.infer.util import torch_item
 from pyro.poutine.trace_struct import Trace
-from pyro.util import warn_if_nan
 
 from .traces import DropoutTraceMixin, check_finite_inputs, latent_penalty, likelihood_sites
 
@@ -85,19 +83,3 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
         if self.check_finite:
             check_finite_inputs(args, kwargs)
         return -self._penalised_log_likelihood(model, guide, args, kwargs)
-
-    def loss(self, model: Callable, guide: Callable, *args: Any, **kwargs: Any) -> float:
-        """The negative ELBO (a float)."""
-        with torch.no_grad():
-            loss = torch_item(self.differentiable_loss(model, guide, *args, **kwargs))
-        warn_if_nan(loss, "loss")
-        return loss
-
-    def loss_and_grads(self, model: Callable, guide: Callable, *args: Any, **kwargs: Any) -> float:
-        """The negative ELBO; also back-propagates it into the parameters."""
-        loss = self.differentiable_loss(model, guide, *args, **kwargs)
-        if loss.requires_grad:
-            loss.backward(retain_graph=self.retain_graph)
-        value = torch_item(loss)
-        warn_if_nan(value, "loss")
-        return value

@@ -9,10 +9,10 @@ from typing import Any, cast
 import torch
 from pyro import poutine
 from pyro.distributions.util import scale_and_mask
-from pyro.infer.util import is_validation_enabled
+from pyro.infer.util import is_validation_enabled, torch_item
 from pyro.poutine.trace_struct import Trace
 from pyro.poutine.util import prune_subsample_sites
-from pyro.util import check_model_guide_match, check_site_shape
+from pyro.util import check_model_guide_match, check_site_shape, warn_if_nan
 from torch.distributions import kl_divergence
 
 from ..distributions import MaskedWeight
@@ -157,13 +157,37 @@ class DropoutTraceMixin:
 
     Uses :func:`importance_trace`, and guesses ``max_plate_nesting`` from one run of
     the guide and model without scoring any site (Pyro's own guess scores every site
-    under validation, which would report bad data less clearly).
+    under validation, which would report bad data less clearly). Subclasses define
+    ``differentiable_loss``; ``loss`` (a float) and ``loss_and_grads`` (which also
+    back-propagates) follow from it, as in Pyro's ``ELBO`` contract.
     """
 
     max_plate_nesting: float
     num_particles: int
     vectorize_particles: bool
     check_finite: bool
+    retain_graph: bool | None
+
+    def differentiable_loss(
+        self, model: Callable, guide: Callable, *args: Any, **kwargs: Any
+    ) -> torch.Tensor:
+        raise NotImplementedError
+
+    def loss(self, model: Callable, guide: Callable, *args: Any, **kwargs: Any) -> float:
+        """The loss estimate, a float."""
+        with torch.no_grad():
+            value = torch_item(self.differentiable_loss(model, guide, *args, **kwargs))
+        warn_if_nan(value, "loss")
+        return value
+
+    def loss_and_grads(self, model: Callable, guide: Callable, *args: Any, **kwargs: Any) -> float:
+        """The loss estimate; also back-propagates it into the parameters."""
+        loss = self.differentiable_loss(model, guide, *args, **kwargs)
+        if loss.requires_grad:
+            loss.backward(retain_graph=self.retain_graph)
+        value = torch_item(loss)
+        warn_if_nan(value, "loss")
+        return value
 
     def _get_trace(self, model: Callable, guide: Callable, args: tuple, kwargs: dict) -> tuple[Trace, Trace]:
         return importance_trace(model, guide, args, kwargs, self.max_plate_nesting, self.check_finite)
