@@ -30,8 +30,8 @@ test-slow: $(STAMP)
 test-all: test test-slow
 
 lint: $(STAMP)
-	$(BIN)/ruff check pyro_dropout tests examples benchmarks
-	$(BIN)/ruff format --check pyro_dropout tests examples benchmarks
+	$(BIN)/ruff check pyro_dropout tests examples benchmarks tools
+	$(BIN)/ruff format --check pyro_dropout tests examples benchmarks tools
 	$(BIN)/mypy
 
 bench: $(STAMP)

@@ -8,7 +8,9 @@ import pytest
 API = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text()
 
 
-@pytest.mark.parametrize("module", ["distributions", "nn", "guides", "infer", "metrics", "export", "datasets", "baselines"])
+@pytest.mark.parametrize(
+    "module", ["distributions", "nn", "guides", "infer", "metrics", "export", "datasets", "baselines"]
+)
 def test_every_public_name_is_documented(module):
     mod = importlib.import_module(f"pyro_dropout.{module}")
     missing = [name for name in mod.__all__ if f"`{name}" not in API and f".{name}(" not in API]

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from ..infer.predictive import Predictions, predict, predict_from_samples
+from ._arviz_compat import build
 
 __all__ = ["from_predictions", "from_samples", "mcmc_to_arviz", "to_arviz"]
 
@@ -33,12 +34,6 @@ def _by_chain(value: torch.Tensor | np.ndarray, chains: int, what: str) -> np.nd
     return array.reshape((chains, array.shape[0] // chains) + array.shape[1:])
 
 
-def _arviz_major() -> int:
-    import arviz as az
-
-    return int(az.__version__.split(".")[0])
-
-
 def from_samples(
     *,
     posterior: Draws | None = None,
@@ -55,8 +50,6 @@ def from_samples(
     draws are independent). ``observed_data`` has no draw dim. Returns ``InferenceData``
     on arviz 0.x and a ``DataTree`` on arviz >= 1.
     """
-    import arviz as az
-
     groups: dict[str, dict[str, np.ndarray]] = {}
     for group, draws in (
         ("posterior", posterior),
@@ -69,10 +62,7 @@ def from_samples(
         groups["observed_data"] = {k: _numpy(v) for k, v in observed_data.items()}
     if not groups:
         raise ValueError("from_samples: nothing to export")
-    from_dict: Any = az.from_dict
-    if _arviz_major() >= 1:
-        return from_dict(groups, coords=coords, dims=dims)
-    return from_dict(**groups, coords=coords, dims=dims)
+    return build(groups, coords, dims)
 
 
 AUTO_POSTERIOR_SIZE = 10_000  # values per draw

@@ -25,8 +25,14 @@ def test_uncertainty_analysis(tmp_path):
         assert (tmp_path / name).stat().st_size > 5000
 
 
+def test_core_checks():
+    out = _load("core_checks").main(["--steps", "40", "--concrete-steps", "5"])
+    assert out["alpha_1e-8_relative_gap"] < 1e-6  # the same figure the BB-alpha tests assert
+    assert set(out["learned_p_N10"]) == {"hidden.0.weight", "hidden.1.weight", "output.weight"}
+
+
 def test_every_example_has_a_test():
-    tested = {"uncertainty_analysis"}
+    tested = {"uncertainty_analysis", "core_checks"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} <= tested, "add a test for each new example"
 
 
