@@ -11,6 +11,7 @@ import torch
 from pyro_dropout.cli import main, parse_splits
 from pyro_dropout.datasets import download_uci, load_uci, uci_directory
 from pyro_dropout.experiments import uci as uci_module
+from pyro_dropout.experiments import uci_methods
 from pyro_dropout.experiments.uci import Settings, run_uci
 from pyro_dropout.experiments.uci_table import collect, markdown_table
 from pyro_dropout.experiments.vectorised import Standardiser, score_runs
@@ -109,10 +110,10 @@ def test_every_method_runs(tiny, method):
 
 def test_tau_is_applied_on_the_original_scale(tiny):
     data = load_uci("tiny", tiny)
-    spec = uci_module.Spec(0, data.splits[0].train, data.splits[0].test, p=0.1, tau=2.0)
-    x, y = uci_module._tensors(data, [spec], lambda sp: sp.train, torch.device("cpu"))
+    spec = uci_methods.Spec(0, data.splits[0].train, data.splits[0].test, p=0.1, tau=2.0)
+    x, y = uci_methods._tensors(data, [spec], lambda sp: sp.train, torch.device("cpu"))
     stats = Standardiser.fit(x, y)
-    model, _, _ = uci_module._build("mc-dropout", 4, 8, [spec], stats, TINY)
+    model, _, _ = uci_methods._build("mc-dropout", 4, 8, [spec], stats, TINY)
     assert torch.allclose(model.fixed_tau, (2.0 * stats.y_std.pow(2)).reshape(1, 1))
     assert torch.equal(stats.x_std[0, 3], torch.tensor(1.0))  # the constant column: std 0 -> 1
 
