@@ -54,5 +54,9 @@ format: $(STAMP)
 	$(BIN)/ruff format pyro_dropout tests examples benchmarks
 	$(BIN)/ruff check --fix pyro_dropout tests examples benchmarks
 
+docs: $(STAMP)
+	$(BIN)/python -m pip install -q "mkdocs>=1.5"
+	$(BIN)/mkdocs build --strict --site-dir site
+
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -8,7 +8,7 @@ from . import distributions, export, guides, infer, metrics, nn
 from .distributions import BernoulliDropout, ConcreteDropout, QuantisedGaussian
 from .export import to_arviz
 from .guides import DropoutGuide
-from .infer import BBAlpha, DropoutELBO, Predictions, predict, predict_standard
+from .infer import BBAlpha, CompiledSVI, DropoutELBO, Predictions, predict, predict_standard
 from .metrics import evaluate
 
 __version__ = "0.1.0"
@@ -16,6 +16,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BBAlpha",
     "BernoulliDropout",
+    "CompiledSVI",
     "ConcreteDropout",
     "DropoutELBO",
     "DropoutGuide",
