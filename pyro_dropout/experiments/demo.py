@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pyro
 import torch
-from pyro.infer import SVI
 
 from ..export import plot_regression
 from ..guides import DropoutGuide
-from ..infer import BBAlpha, DropoutELBO, predict, predict_standard
+from ..infer import BBAlpha, CompiledSVI, DropoutELBO, predict, predict_standard
 from ..metrics import regression_report
 from ..nn import MLP
 
@@ -40,7 +39,9 @@ def run_demo(
     model = MLP(1, hidden=(64, 64), tau=1 / 0.3**2)
     guide = DropoutGuide(model, dropout=0.1)
     objective = DropoutELBO(num_particles=4) if loss == "elbo" else BBAlpha(0.5, num_particles=10)
-    svi = SVI(model, guide, pyro.optim.ClippedAdam({"lr": 5e-3, "lrd": 0.1 ** (1 / steps)}), objective)
+    svi = CompiledSVI(
+        model, guide, pyro.optim.ClippedAdam({"lr": 5e-3, "lrd": 0.1 ** (1 / steps)}), objective
+    )
     start = time.perf_counter()
     window, total = max(1, steps // 5), 0.0
     for step in range(1, steps + 1):
