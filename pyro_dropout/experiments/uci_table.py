@@ -130,4 +130,19 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
             f"| {d} | {_cell(s['rmse'], _digits(d))} | {_cell(s['rmse_standard'], _digits(d))} | "
             f"{s['splits']} | {s['protocol_seconds'] / 60:.1f} min | {verdict} |"
         )
+    lines += [
+        "",
+        "### Splits run and wall time of the whole protocol (grid search included)",
+        "",
+        "| data set | " + " | ".join(methods) + " |",
+        "|" + "---|" * (len(methods) + 1),
+    ]
+    for d in datasets:
+        cells = [
+            f"{summary[(d, m)]['splits']} · {summary[(d, m)]['protocol_seconds'] / 60:.1f} min"
+            if (d, m) in summary
+            else "—"
+            for m in methods
+        ]
+        lines.append("| " + " | ".join([d, *cells]) + " |")
     return "\n".join(lines) + "\n"

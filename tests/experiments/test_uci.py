@@ -163,6 +163,7 @@ def test_table_and_cli(tiny, capsys):
     assert {r["split"] for r in rows} == {0, 1}
     table = markdown_table(rows)
     assert "| tiny |" in table and "ensemble" in table and "2018 grid-search re-run" in table
+    assert "| tiny | 2 · " in table  # the splits-and-wall-time row counts the two splits
     assert main(["uci-table", str(out)]) == 0
     assert "Test log-likelihood" in capsys.readouterr().out
     assert main(["uci", "--dataset", "nope", "--method", "mc-dropout", "--data-dir", str(tiny)]) == 2
