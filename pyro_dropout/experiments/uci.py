@@ -23,16 +23,16 @@ from .uci_methods import Settings, Spec, run_baseline_split, train_and_score
 __all__ = ["METHODS", "Settings", "Spec", "run_uci"]
 
 METHODS = ("mc-dropout", "concrete", "bbalpha-0.5", "bbalpha-1", "mfvi", "ensemble", "sgp", "hmc")
-GRID_METHODS = ("mc-dropout", "bbalpha-0.5", "bbalpha-1", "mfvi")
+GRID_METHODS = ("mc-dropout", "bbalpha-0.5", "bbalpha-1", "mfvi", "ensemble")
 ENSEMBLE_SIZE = 5
 
 
 # --- the protocol ------------------------------------------------------------------------------
 def _groups(specs: list[Spec]) -> list[list[Spec]]:
-    """Runs with the same numbers of training and scoring rows train together."""
-    by_size: dict[tuple[int, int], list[Spec]] = {}
+    """Runs with the same numbers of training and scoring rows and of epochs train together."""
+    by_size: dict[tuple[int, int, int | None], list[Spec]] = {}
     for sp in specs:
-        by_size.setdefault((len(sp.train), len(sp.score)), []).append(sp)
+        by_size.setdefault((len(sp.train), len(sp.score), sp.epochs), []).append(sp)
     return list(by_size.values())
 
 
@@ -47,10 +47,14 @@ def _run_all(
     return [results[id(sp)] for sp in specs]
 
 
-def _grid(data: UCIDataset, method: str) -> list[tuple[float | None, float | None]]:
+def _grid(data: UCIDataset, method: str, s: Settings) -> list[dict[str, Any]]:
+    """The hyper-parameters a method chooses on the validation rows: ``p``, ``tau``, ``epochs``."""
     if method == "mfvi":
-        return [(None, tau) for tau in data.tau_values]
-    return [(p, tau) for p in data.dropout_rates for tau in data.tau_values]
+        return [{"tau": tau} for tau in data.tau_values]
+    if method == "ensemble":
+        full = data.n_epochs * s.epochs_multiplier
+        return [{"epochs": e} for e in sorted({max(1, round(f * full)) for f in s.ensemble_epoch_fractions})]
+    return [{"p": p, "tau": tau} for p in data.dropout_rates for tau in data.tau_values]
 
 
 def run_uci(
@@ -104,28 +108,33 @@ def run_uci(
     return [kept.get(i) or results[i] for i in splits]
 
 
+def _hyper(sp: Spec) -> dict[str, Any]:
+    return {k: v for k, v in (("p", sp.p), ("tau", sp.tau), ("epochs", sp.epochs)) if v is not None}
+
+
 def _neural_protocol(
     data: UCIDataset, method: str, splits: list[int], s: Settings, log: Callable
 ) -> dict[int, dict]:
-    chosen: dict[int, tuple[float | None, float | None]] = {}
+    chosen: dict[int, dict[str, Any]] = {i: {} for i in splits}
     validation: dict[int, list[dict]] = {}
+    members = ENSEMBLE_SIZE if method == "ensemble" else 1
     if method in GRID_METHODS:
-        grid = _grid(data, method)
+        grid = _grid(data, method, s)
         specs = []
         for i in splits:
             train = data.splits[i].train
             cut = int(0.8 * len(train))  # the first 80% (file order) train, the last 20% validate
-            specs += [Spec(i, train[:cut], train[cut:], p, tau) for p, tau in grid]
+            specs += [Spec(i, train[:cut], train[cut:], **h, member=m) for h in grid for m in range(members)]
         scores = _run_all(data, method, specs, s, s.validation_samples, f"{data.name} {method} grid")
         for sp, sc in zip(specs, scores, strict=True):
-            validation.setdefault(sp.split, []).append({"p": sp.p, "tau": sp.tau, **sc})
+            if not sp.member:  # an ensemble is scored as a whole, on its first member's row
+                validation.setdefault(sp.split, []).append({**_hyper(sp), **sc})
         for i in splits:
             best = max(validation[i], key=lambda r: r["test_ll"])
-            chosen[i] = (best["p"], best["tau"])
-        log(f"{data.name} {method}: grid chosen (p, tau) = {[chosen[i] for i in splits]}")
-    members = ENSEMBLE_SIZE if method == "ensemble" else 1
+            chosen[i] = {k: best[k] for k in grid[0]}
+        log(f"{data.name} {method}: grid chosen {[chosen[i] for i in splits]}")
     specs = [
-        Spec(i, data.splits[i].train, data.splits[i].test, *chosen.get(i, (None, None)), member=m)
+        Spec(i, data.splits[i].train, data.splits[i].test, **chosen[i], member=m)
         for i in splits
         for m in range(members)
     ]
@@ -134,11 +143,10 @@ def _neural_protocol(
     for sp, sc in zip(specs, scores, strict=True):
         if sp.member:
             continue
-        p, tau = chosen.get(sp.split, (None, None))
         results[sp.split] = {
             **sc,
-            "p": p,
-            **({"tau": tau} if tau is not None else {}),
+            "p": chosen[sp.split].get("p"),
+            **{k: v for k, v in chosen[sp.split].items() if k != "p"},
             "n_train": len(sp.train),
             "n_test": len(sp.score),
             "validation": validation.get(sp.split, []),

@@ -39,6 +39,9 @@ class Settings:
     hmc_warmup: int = 500
     hmc_samples: int = 500
     hmc_max_tree_depth: int = 8
+    # the ensemble's number of epochs, chosen on the validation rows as fractions of the protocol's
+    # epochs: MAP training of mean/variance heads without early stopping overfits the variance
+    ensemble_epoch_fractions: tuple[float, ...] = (0.01, 0.1, 1.0)
     seed: int = 0
     device: str = "cpu"
     progress: bool = True
@@ -54,6 +57,7 @@ class Spec:
     p: float | None = None
     tau: float | None = None  # precision on the original y scale
     member: int = 0  # ensemble member
+    epochs: int | None = None  # None: n_epochs.txt x epochs_multiplier
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -125,7 +129,9 @@ def train_and_score(
     stats = Standardiser.fit(x_train, y_train)
     model, guide, loss = _build(method, data.x.shape[1], data.n_hidden, specs, stats, s)
     svi = CompiledSVI(model, guide, cast(Any, pyro.optim).Adam({"lr": s.lr}), loss)
-    epochs = data.n_epochs * s.epochs_multiplier
+    epochs = specs[0].epochs or data.n_epochs * s.epochs_multiplier
+    if any((sp.epochs or epochs) != epochs for sp in specs):
+        raise ValueError("runs trained together need the same number of epochs")
     history = train_runs(
         svi.step, stats.x(x_train), stats.y(y_train), epochs, s.batch_size, s.seed, desc, s.progress
     )

@@ -3,6 +3,7 @@
 import json
 import math
 import os
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -106,6 +107,30 @@ def test_every_method_runs(tiny, method):
     if method == "concrete":
         assert set(result["learned_p"]) == {"hidden.0.weight", "output.weight"}
         assert result["tau"] > 0 and "tau_before_m_step" in result
+
+
+def test_ensemble_chooses_its_epochs_on_the_validation_rows(tiny, monkeypatch):
+    data = load_uci("tiny", tiny)
+    seen = []
+    original = uci_module.train_and_score
+
+    def spy(data_, method, specs, s, num_samples, desc):
+        seen.append([(sp.split, sp.member, sp.epochs, len(sp.train)) for sp in specs])
+        return original(data_, method, specs, s, num_samples, desc)
+
+    monkeypatch.setattr(uci_module, "train_and_score", spy)
+    settings = replace(
+        TINY, epochs_multiplier=5
+    )  # 10 epochs: fractions 0.01, 0.1, 1 give 1 (at least 1), 1, 10
+    (result,) = run_uci(data, "ensemble", [1], None, settings, log=lambda m: None)
+    *grid, final = seen
+    # one group per epoch count, each holding the 5 members of the split, on the first 80% of the rows
+    assert sorted({run[2] for group in grid for run in group}) == [1, 10]
+    assert all(sorted(r[1] for r in g) == [0, 1, 2, 3, 4] and {r[3] for r in g} == {40} for g in grid)
+    assert len(grid) == 2 and len(result["validation"]) == 2  # the repeated epoch count trains once
+    best = max(result["validation"], key=lambda v: v["test_ll"])
+    assert result["epochs"] == best["epochs"] and {r[2] for r in final} == {best["epochs"]}
+    assert {r[3] for r in final} == {50} and len(final) == 5
 
 
 def test_tau_is_applied_on_the_original_scale(tiny):
