@@ -41,7 +41,7 @@ class Settings:
     hmc_max_tree_depth: int = 8
     # the ensemble's number of epochs, chosen on the validation rows as fractions of the protocol's
     # epochs: MAP training of mean/variance heads without early stopping overfits the variance
-    ensemble_epoch_fractions: tuple[float, ...] = (0.01, 0.1, 1.0)
+    ensemble_epoch_fractions: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
     seed: int = 0
     device: str = "cpu"
     progress: bool = True

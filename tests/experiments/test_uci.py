@@ -119,9 +119,8 @@ def test_ensemble_chooses_its_epochs_on_the_validation_rows(tiny, monkeypatch):
         return original(data_, method, specs, s, num_samples, desc)
 
     monkeypatch.setattr(uci_module, "train_and_score", spy)
-    settings = replace(
-        TINY, epochs_multiplier=5
-    )  # 10 epochs: fractions 0.01, 0.1, 1 give 1 (at least 1), 1, 10
+    # 10 epochs in all; the fractions give 1 (at least one epoch), 1, 10
+    settings = replace(TINY, epochs_multiplier=5, ensemble_epoch_fractions=(0.01, 0.1, 1.0))
     (result,) = run_uci(data, "ensemble", [1], None, settings, log=lambda m: None)
     *grid, final = seen
     # one group per epoch count, each holding the 5 members of the split, on the first 80% of the rows
