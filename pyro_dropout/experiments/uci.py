@@ -23,16 +23,16 @@ from .uci_methods import Settings, Spec, run_baseline_split, train_and_score
 __all__ = ["METHODS", "Settings", "Spec", "run_uci"]
 
 METHODS = ("mc-dropout", "concrete", "bbalpha-0.5", "bbalpha-1", "mfvi", "ensemble", "sgp", "hmc")
-GRID_METHODS = ("mc-dropout", "bbalpha-0.5", "bbalpha-1", "mfvi", "ensemble")
+GRID_METHODS = ("mc-dropout", "bbalpha-0.5", "bbalpha-1", "mfvi", "ensemble", "concrete")
 ENSEMBLE_SIZE = 5
 
 
 # --- the protocol ------------------------------------------------------------------------------
 def _groups(specs: list[Spec]) -> list[list[Spec]]:
-    """Runs with the same numbers of training and scoring rows and of epochs train together."""
-    by_size: dict[tuple[int, int, int | None], list[Spec]] = {}
+    """Runs with the same numbers of rows, epochs and prior length-scale train together."""
+    by_size: dict[tuple, list[Spec]] = {}
     for sp in specs:
-        by_size.setdefault((len(sp.train), len(sp.score), sp.epochs), []).append(sp)
+        by_size.setdefault((len(sp.train), len(sp.score), sp.epochs, sp.length_scale), []).append(sp)
     return list(by_size.values())
 
 
@@ -48,7 +48,9 @@ def _run_all(
 
 
 def _grid(data: UCIDataset, method: str, s: Settings) -> list[dict[str, Any]]:
-    """The hyper-parameters a method chooses on the validation rows: ``p``, ``tau``, ``epochs``."""
+    """The hyper-parameters a method chooses on the validation rows (``p``, ``tau``, ``epochs``...)."""
+    if method == "concrete":
+        return [{"length_scale": length} for length in s.concrete_length_scales]
     if method == "mfvi":
         return [{"tau": tau} for tau in data.tau_values]
     if method == "ensemble":
@@ -109,7 +111,8 @@ def run_uci(
 
 
 def _hyper(sp: Spec) -> dict[str, Any]:
-    return {k: v for k, v in (("p", sp.p), ("tau", sp.tau), ("epochs", sp.epochs)) if v is not None}
+    pairs = (("p", sp.p), ("tau", sp.tau), ("epochs", sp.epochs), ("length_scale", sp.length_scale))
+    return {k: v for k, v in pairs if v is not None}
 
 
 def _neural_protocol(

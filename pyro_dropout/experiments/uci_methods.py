@@ -33,6 +33,8 @@ class Settings:
     chunk_size: int = 100
     particles: int = 10  # K for BB-alpha
     concrete_tau_prior: tuple[float, float] = (0.1, 0.01)  # Gamma(shape, rate) on tau (standardised y)
+    # Concrete dropout's prior length-scale, chosen on the validation rows as in paper 001, appendix D
+    concrete_length_scales: tuple[float, ...] = (1e-2, 1e-1, 1.0)
     mfvi_length_scale: float = 1.0  # N(0, 1) weights for mean-field VI and HMC
     sgp_inducing: int = 50
     sgp_steps: int = 2000  # Adam steps (lr 0.01) on the VFE bound
@@ -58,6 +60,7 @@ class Spec:
     tau: float | None = None  # precision on the original y scale
     member: int = 0  # ensemble member
     epochs: int | None = None  # None: n_epochs.txt x epochs_multiplier
+    length_scale: float | None = None  # None: Settings.length_scale
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -71,6 +74,9 @@ def _build(method: str, d: int, hidden: int, specs: list[Spec], stats: Standardi
             raise ValueError(f"{method}: every run needs its grid values (p, tau)")
         return torch.tensor(values, dtype=torch.get_default_dtype(), device=dev)
 
+    if len({sp.length_scale for sp in specs}) > 1:
+        raise ValueError("runs trained together need the same prior length-scale")
+    length_scale = specs[0].length_scale or s.length_scale
     if method == "concrete":
         model = MLP(
             d,
@@ -78,7 +84,7 @@ def _build(method: str, d: int, hidden: int, specs: list[Spec], stats: Standardi
             tau="learned",
             tau_prior=s.concrete_tau_prior,
             runs=runs,
-            length_scale=s.length_scale,
+            length_scale=length_scale,
         ).to(dev)
         init = torch.full((runs, 1), 0.1, device=dev)  # one learned rate per run and layer
         return model, DropoutGuide(model, concrete=True, init_dropout=lambda name, site: init), DropoutELBO()
@@ -94,7 +100,7 @@ def _build(method: str, d: int, hidden: int, specs: list[Spec], stats: Standardi
             d, hidden=(hidden,), tau=tau_norm, runs=runs, prior="normal", length_scale=s.mfvi_length_scale
         ).to(dev)
         return model, MeanFieldGuide(model), DropoutELBO()
-    model = MLP(d, hidden=(hidden,), tau=tau_norm, runs=runs, length_scale=s.length_scale).to(dev)
+    model = MLP(d, hidden=(hidden,), tau=tau_norm, runs=runs, length_scale=length_scale).to(dev)
     p = per_run([sp.p for sp in specs]).reshape(runs, 1)
     guide = DropoutGuide(model, dropout=lambda name, site: p)
     loss = (

@@ -107,6 +107,10 @@ def test_every_method_runs(tiny, method):
     if method == "concrete":
         assert set(result["learned_p"]) == {"hidden.0.weight", "output.weight"}
         assert result["tau"] > 0 and "tau_before_m_step" in result
+        # the prior length-scale is chosen on the validation rows (paper 001, appendix D)
+        assert [v["length_scale"] for v in result["validation"]] == list(TINY.concrete_length_scales)
+        best = max(result["validation"], key=lambda v: v["test_ll"])
+        assert result["length_scale"] == best["length_scale"]
 
 
 def test_ensemble_chooses_its_epochs_on_the_validation_rows(tiny, monkeypatch):
@@ -140,6 +144,10 @@ def test_tau_is_applied_on_the_original_scale(tiny):
     model, _, _ = uci_methods._build("mc-dropout", 4, 8, [spec], stats, TINY)
     assert torch.allclose(model.fixed_tau, (2.0 * stats.y_std.pow(2)).reshape(1, 1))
     assert torch.equal(stats.x_std[0, 3], torch.tensor(1.0))  # the constant column: std 0 -> 1
+    # a run's own prior length-scale reaches every layer's prior (std 1/l)
+    spec.length_scale = 0.5
+    model, _, _ = uci_methods._build("concrete", 4, 8, [spec], stats, TINY)
+    assert float(model.hidden[0].prior_weight_scale) == float(model.output.prior_weight_scale) == 2.0
 
 
 def test_streaming_scores_equal_eq13():
