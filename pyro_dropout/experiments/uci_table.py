@@ -134,7 +134,7 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
                 _cell(summary[(d, m)][metric], _digits(d)) if (d, m) in summary else "—" for m in methods
             ]
             pub = [
-                _cell((p[d][index], p[d][index + 1]), 2)  # as published if d in p else "—"
+                _cell((p[d][index], p[d][index + 1]), 2) if d in p else "—"  # at the published precision
                 for p in PUBLISHED.values()
             ]
             lines.append("| " + " | ".join([d, *cells, *pub]) + " |")
