@@ -29,6 +29,19 @@ _ACTIVATIONS = {
 _IN_PLACE = {"relu": torch.relu_, "tanh": torch.tanh_, "sigmoid": torch.sigmoid_}
 
 
+def _per_layer(length_scale: float | Sequence[float], layers: int) -> list[float]:
+    """One prior length-scale per weight layer; the layers check each value."""
+    if isinstance(length_scale, int | float):
+        return [float(length_scale)] * layers
+    scales = list(length_scale)
+    if len(scales) != layers:
+        raise ValueError(
+            f"MLP: length_scale needs one value per weight layer ({layers}: hidden layers, then the "
+            f"output), got {len(scales)}"
+        )
+    return scales
+
+
 class MLP(PyroModule):
     r"""A fully connected Bayesian network with a likelihood, ready for :class:`DropoutGuide`.
 
@@ -62,7 +75,10 @@ class MLP(PyroModule):
         model = MLP(13, hidden=(50,), tau=0.1)
         guide = DropoutGuide(model, dropout=0.05)
 
-    :param length_scale: prior length-scale :math:`l` of every weight (prior std ``1/l``).
+    :param length_scale: prior length-scale :math:`l` of every weight (prior std ``1/l``), or
+        one per weight layer (hidden layers first, then the output layer), e.g. the
+        :math:`l \sqrt{K_\mathrm{in}}` rule of Concrete dropout's UCI experiments (paper 001,
+        appendix D): ``[l * math.sqrt(k) for k in (in_features, *hidden)]``.
     :param prior: ``"quantised"`` (:class:`QuantisedGaussian`) or ``"normal"`` weight priors.
     :param runs: the number of independent networks held in the ``"runs"`` plate.
     """
@@ -77,7 +93,7 @@ class MLP(PyroModule):
         tau: float | torch.Tensor | Literal["learned"] = 1.0,
         tau_prior: tuple[float, float] = (0.1, 0.01),
         activation: str = "relu",
-        length_scale: float = 1.0,
+        length_scale: float | Sequence[float] = 1.0,
         prior: str = "quantised",
         runs: int | None = None,
     ) -> None:
@@ -96,10 +112,14 @@ class MLP(PyroModule):
         self.runs = runs
         sizes = [in_features, *hidden]
         n_out = 2 * out_features if likelihood == "heteroscedastic" else out_features
+        scales = _per_layer(length_scale, len(sizes))
         self.hidden: Any = cast(Any, PyroModule)[torch.nn.ModuleList](
-            [Linear(a, b, length_scale=length_scale, prior=prior) for a, b in itertools.pairwise(sizes)]
+            [
+                Linear(a, b, length_scale=ls, prior=prior)
+                for (a, b), ls in zip(itertools.pairwise(sizes), scales, strict=False)
+            ]
         )
-        self.output = Linear(sizes[-1], n_out, length_scale=length_scale, prior=prior)
+        self.output = Linear(sizes[-1], n_out, length_scale=scales[-1], prior=prior)
         self.tau_learned = isinstance(tau, str) and tau == "learned"
         if likelihood == "normal":
             if self.tau_learned:

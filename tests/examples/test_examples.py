@@ -1,9 +1,13 @@
 """Every example runs with tiny arguments."""
 
 import importlib.util
+import math
 from pathlib import Path
 
 import pytest
+import torch
+
+from tests.uci_data import write_tiny_uci
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -31,8 +35,28 @@ def test_core_checks():
     assert set(out["learned_p_N10"]) == {"hidden.0.weight", "hidden.1.weight", "output.weight"}
 
 
+def test_mask_granularity(tmp_path):
+    root = write_tiny_uci(tmp_path)
+    out = _load("mask_granularity").main(
+        ["--dataset", "tiny", "--data-dir", str(root), "--epochs", "300", "--num-samples", "50", "--tau", "4"]
+    )
+    # y = 10 + 5 x0 - x1 + N(0, 0.5^2) has std about 5; both granularities must learn it
+    for r in out.values():
+        assert r["rmse"] < 1.5 and math.isfinite(r["test_ll"])
+
+
+def test_mask_granularity_masks():
+    forward = _load("mask_granularity")._forward
+    torch.manual_seed(0)
+    x = torch.ones(6, 4)
+    params = [torch.eye(4), torch.zeros(4), torch.arange(1.0, 5.0).unsqueeze(-1), torch.zeros(1)]
+    shared = forward(x, params, 0.5, per_example=False)
+    assert torch.equal(shared, shared[:1].expand(6))  # one mask for every row
+    assert len(set(forward(x, params, 0.5, per_example=True).tolist())) > 1  # a mask per row
+
+
 def test_every_example_has_a_test():
-    tested = {"uncertainty_analysis", "core_checks"}
+    tested = {"uncertainty_analysis", "core_checks", "mask_granularity"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} <= tested, "add a test for each new example"
 
 

@@ -5,7 +5,6 @@ import math
 import os
 from dataclasses import replace
 
-import numpy as np
 import pytest
 import torch
 
@@ -17,6 +16,7 @@ from pyro_dropout.experiments.uci import Settings, run_uci
 from pyro_dropout.experiments.uci_table import collect, markdown_table
 from pyro_dropout.experiments.vectorised import Standardiser, score_runs
 from pyro_dropout.metrics import gaussian_log_likelihood
+from tests.uci_data import write_tiny_uci
 
 TINY = Settings(
     epochs_multiplier=1,
@@ -35,27 +35,7 @@ TINY = Settings(
 @pytest.fixture
 def tiny(tmp_path):
     """60 rows: 3 informative features, 1 constant column, target last; 3 splits of 50/10 rows."""
-    g = np.random.default_rng(0)
-    x = g.normal(size=(60, 3))
-    data = np.column_stack([x, np.full(60, 7.0), 10 + 5 * x[:, 0] - x[:, 1] + g.normal(scale=0.5, size=60)])
-    folder = tmp_path / "uci" / "tiny" / "data"
-    folder.mkdir(parents=True)
-    np.savetxt(folder / "data.txt", data)
-    np.savetxt(folder / "index_features.txt", [0, 1, 2, 3], fmt="%d")
-    np.savetxt(folder / "index_target.txt", [4], fmt="%d")
-    for i in range(3):
-        order = g.permutation(60)
-        np.savetxt(folder / f"index_train_{i}.txt", order[:50], fmt="%d")
-        np.savetxt(folder / f"index_test_{i}.txt", order[50:], fmt="%d")
-    for name, values in [
-        ("n_splits", [3]),
-        ("n_hidden", [8]),
-        ("n_epochs", [2]),
-        ("dropout_rates", [0.01, 0.1]),
-        ("tau_values", [0.5, 2.0]),
-    ]:
-        np.savetxt(folder / f"{name}.txt", values)
-    return tmp_path
+    return write_tiny_uci(tmp_path)
 
 
 def test_loader_and_missing_data(tiny, tmp_path):
@@ -144,9 +124,14 @@ def test_tau_is_applied_on_the_original_scale(tiny):
     model, _, _ = uci_methods._build("mc-dropout", 4, 8, [spec], stats, TINY)
     assert torch.allclose(model.fixed_tau, (2.0 * stats.y_std.pow(2)).reshape(1, 1))
     assert torch.equal(stats.x_std[0, 3], torch.tensor(1.0))  # the constant column: std 0 -> 1
-    # a run's own prior length-scale reaches every layer's prior (std 1/l)
+    # a run's own prior length-scale reaches every layer's prior (std 1/l), times sqrt(K_in) by
+    # default (paper 001, appendix D): 4 inputs, 8 hidden units
     spec.length_scale = 0.5
     model, _, _ = uci_methods._build("concrete", 4, 8, [spec], stats, TINY)
+    assert float(model.hidden[0].prior_weight_scale) == pytest.approx(1 / (0.5 * math.sqrt(4)))
+    assert float(model.output.prior_weight_scale) == pytest.approx(1 / (0.5 * math.sqrt(8)))
+    flat = replace(TINY, concrete_scale_by_fan_in=False)
+    model, _, _ = uci_methods._build("concrete", 4, 8, [spec], stats, flat)
     assert float(model.hidden[0].prior_weight_scale) == float(model.output.prior_weight_scale) == 2.0
 
 

@@ -76,6 +76,21 @@ def test_mlp_scales_minibatches():
     assert tr.nodes["obs"]["scale"] == pytest.approx(100.0)
 
 
+def test_mlp_length_scale_per_layer():
+    model = MLP(3, hidden=(4, 5), length_scale=[1.0, 2.0, 4.0])
+    tr = _trace(model, torch.randn(6, 3), torch.randn(6))
+    priors = [base_prior(tr.nodes[f"{n}.weight"]["fn"]) for n in ("hidden.0", "hidden.1", "output")]
+    assert [torch.unique(prior.scale).tolist() for prior in priors] == [
+        [1.0],
+        [0.5],
+        [0.25],
+    ]  # prior std 1/l, hidden layers first
+    with pytest.raises(ValueError, match="one value per weight layer"):
+        MLP(3, hidden=(4,), length_scale=[1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="length_scale"):
+        MLP(3, hidden=(4,), length_scale=[1.0, -2.0])
+
+
 def test_mlp_rejects_bad_arguments():
     with pytest.raises(ValueError, match="likelihood"):
         MLP(2, likelihood="poisson")

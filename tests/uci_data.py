@@ -1,0 +1,35 @@
+"""A tiny synthetic UCI data set in the standard layout, for the protocol's tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+
+def write_tiny_uci(root: Path, name: str = "tiny") -> Path:
+    """60 rows: 3 informative features, 1 constant column, target last; 3 splits of 50/10 rows.
+
+    Returns ``root``, the folder that holds ``uci/<name>/data/``.
+    """
+    g = np.random.default_rng(0)
+    x = g.normal(size=(60, 3))
+    data = np.column_stack([x, np.full(60, 7.0), 10 + 5 * x[:, 0] - x[:, 1] + g.normal(scale=0.5, size=60)])
+    folder = root / "uci" / name / "data"
+    folder.mkdir(parents=True)
+    np.savetxt(folder / "data.txt", data)
+    np.savetxt(folder / "index_features.txt", [0, 1, 2, 3], fmt="%d")
+    np.savetxt(folder / "index_target.txt", [4], fmt="%d")
+    for i in range(3):
+        order = g.permutation(60)
+        np.savetxt(folder / f"index_train_{i}.txt", order[:50], fmt="%d")
+        np.savetxt(folder / f"index_test_{i}.txt", order[50:], fmt="%d")
+    for setting, values in [
+        ("n_splits", [3]),
+        ("n_hidden", [8]),
+        ("n_epochs", [2]),
+        ("dropout_rates", [0.01, 0.1]),
+        ("tau_values", [0.5, 2.0]),
+    ]:
+        np.savetxt(folder / f"{setting}.txt", values)
+    return root
