@@ -61,7 +61,13 @@ def _uci(args: argparse.Namespace) -> int:
 def _uci_table(args: argparse.Namespace) -> int:
     from .experiments.uci_table import collect, markdown_table
 
-    print(markdown_table(collect(Path(args.results))), end="")
+    rows = collect(Path(args.results))
+    print(markdown_table(rows), end="")
+    if args.plot:
+        from .experiments.uci_plot import plot_uci
+
+        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
+        plot_uci(rows, args.metric).savefig(args.plot, dpi=120)
     return 0
 
 
@@ -109,6 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
         "uci-table", help="markdown table of the UCI results next to the published numbers"
     )
     table.add_argument("results", help="the folder given to `pyro-dropout uci --out`")
+    table.add_argument("--plot", default=None, help="also write a figure of the results here (e.g. uci.png)")
+    table.add_argument("--metric", choices=["test_ll", "rmse"], default="test_ll", help="the figure's metric")
     table.set_defaults(func=_uci_table)
 
     download = sub.add_parser("download-uci", help="fetch the UCI data sets with their standard splits")

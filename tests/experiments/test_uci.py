@@ -13,6 +13,7 @@ from pyro_dropout.datasets import download_uci, load_uci, uci_directory
 from pyro_dropout.experiments import uci as uci_module
 from pyro_dropout.experiments import uci_methods
 from pyro_dropout.experiments.uci import Settings, run_uci
+from pyro_dropout.experiments.uci_plot import plot_uci
 from pyro_dropout.experiments.uci_table import collect, markdown_table
 from pyro_dropout.experiments.vectorised import Standardiser, score_runs
 from pyro_dropout.metrics import gaussian_log_likelihood
@@ -181,10 +182,30 @@ def test_table_and_cli(tiny, capsys):
     table = markdown_table(rows)
     assert "| tiny |" in table and "ensemble" in table and "2018 grid-search re-run" in table
     assert "| tiny | 2 · " in table  # the splits-and-wall-time row counts the two splits
-    assert main(["uci-table", str(out)]) == 0
+    assert main(["uci-table", str(out), "--plot", str(tiny / "fig" / "uci.png")]) == 0
     assert "Test log-likelihood" in capsys.readouterr().out
+    assert (tiny / "fig" / "uci.png").stat().st_size > 5000
     assert main(["uci", "--dataset", "nope", "--method", "mc-dropout", "--data-dir", str(tiny)]) == 2
     assert "not found" in capsys.readouterr().err
+
+
+def test_plot_uci_panels_and_errors():
+    rows = [
+        {"dataset": d, "method": m, "split": i, "rmse": 1.0 + i, "rmse_standard": 1.0, "test_ll": -1.0 - i}
+        for d in ("bostonHousing", "other")
+        for m in ("mc-dropout", "sgp")
+        for i in range(3)
+    ]
+    fig = plot_uci(rows, "rmse")
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in visible] == ["bostonHousing", "other"]
+    # the published band is drawn where the data set has one: 2.90 ± 0.18 for Boston
+    assert [line.get_xdata()[0] for line in visible[0].lines if line.get_label().startswith("MC")] == [2.90]
+    assert not [line for line in visible[1].lines if line.get_label().startswith("MC")]
+    with pytest.raises(ValueError, match="metric"):
+        plot_uci(rows, "nll")
+    with pytest.raises(ValueError, match="no results"):
+        plot_uci([])
 
 
 def test_parse_splits():

@@ -1,0 +1,63 @@
+"""A figure of the UCI results: every method per data set, next to the published MC-dropout band."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .uci_table import ORDER, PUBLISHED, REFERENCE, summarise
+
+__all__ = ["plot_uci"]
+
+
+def plot_uci(rows: list[dict[str, Any]], metric: str = "test_ll") -> Any:
+    """One panel per data set: each method's mean ± standard error over its splits.
+
+    The shaded band is the 2018 re-run of MC dropout (mean ± its standard error); the small
+    number over each point is how many splits it averages.
+
+    :param rows: per-split results, as from :func:`~pyro_dropout.experiments.uci_table.collect`.
+    :param metric: ``"test_ll"`` (higher is better) or ``"rmse"`` (lower is better).
+    :returns: a matplotlib ``Figure``.
+    """
+    if metric not in ("test_ll", "rmse"):
+        raise ValueError(f"plot_uci: metric must be 'test_ll' or 'rmse', got {metric!r}")
+    if not rows:
+        raise ValueError("plot_uci: no results to plot")
+    from ..export.plots import _pyplot
+
+    plt = _pyplot()
+    summary = summarise(rows)
+    datasets = sorted({d for d, _ in summary})
+    methods = [m for m in ORDER if any((d, m) in summary for d in datasets)]
+    methods += sorted({m for _, m in summary} - set(methods))
+    cols = min(4, len(datasets))
+    nrows = math.ceil(len(datasets) / cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(3.2 * cols, 0.35 * len(methods) * nrows + 1.2 * nrows))
+    flat = [axes] if len(datasets) == 1 else list(getattr(axes, "flat", axes))
+    index = 0 if metric == "rmse" else 2
+    for ax, d in zip(flat, datasets, strict=False):
+        ref = PUBLISHED[REFERENCE].get(d)
+        if ref is not None:
+            mean, se = ref[index], ref[index + 1]
+            ax.axvspan(mean - se, mean + se, color="tab:orange", alpha=0.3, lw=0)
+            ax.axvline(mean, color="tab:orange", lw=1, label="MC dropout, 2018 re-run")
+        for y, m in enumerate(methods):
+            if (d, m) not in summary:
+                continue
+            s = summary[(d, m)]
+            mean, se = s[metric]
+            ax.errorbar(mean, y, xerr=se if math.isfinite(se) else None, fmt="o", color="tab:blue", ms=4)
+            label = f"{s['splits']}"
+            ax.annotate(label, (mean, y), xytext=(0, 4), textcoords="offset points", fontsize=6, ha="center")
+        ax.set_yticks(range(len(methods)), methods, fontsize=8)
+        ax.set_ylim(len(methods) - 0.5, -0.5)
+        ax.set_title(d, fontsize=9)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.grid(axis="x", alpha=0.3)
+    for ax in flat[len(datasets) :]:
+        ax.set_visible(False)
+    label = "test log-likelihood (higher is better)" if metric == "test_ll" else "test RMSE (lower is better)"
+    fig.supxlabel(label + "; band: MC dropout, 2018 re-run; numbers: splits averaged", fontsize=9)
+    fig.tight_layout()
+    return fig
