@@ -92,6 +92,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     parser.add_argument("--num-samples", type=int, default=2000)
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--max-rows", type=int, default=None, help="use only the first rows (tests)")
+    parser.add_argument("--seed", type=int, default=0, help="initial weights, minibatch order and masks")
     args = parser.parse_args(argv)
     torch.set_default_dtype(torch.float32)
     data = load_uci(args.dataset, args.data_dir)
@@ -113,10 +114,11 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
             epochs,
             per_example,
             args.num_samples,
+            args.seed,
         )
         r = out[name]
         print(
-            f"{args.dataset} split {args.split}, p={args.p}, tau={args.tau}, {epochs} epochs, "
+            f"{args.dataset} split {args.split}, seed {args.seed}, p={args.p}, tau={args.tau}, {epochs} epochs, "
             f"mask per {name[4:].replace('_', ' ')}: RMSE {r['rmse']:.3f}, test LL {r['test_ll']:.3f} "
             f"({r['seconds']:.0f} s)"
         )
