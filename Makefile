@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow test-all lint format bench uci uci-table clean
+.PHONY: setup demo test test-slow test-all lint format bench uci uci-table uci-docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,7 +48,10 @@ uci: $(STAMP)
 		$(BIN)/pyro-dropout uci --dataset $$d --method $$m --out $(UCI_OUT) --quiet || exit 1; done; done
 
 uci-table: $(STAMP)
-	$(BIN)/pyro-dropout uci-table $(UCI_OUT)
+	$(BIN)/pyro-dropout uci-table $(UCI_OUT) --plot $(UCI_OUT)/uci_test_ll.png
+
+uci-docs: $(STAMP)
+	$(BIN)/python tools/update_uci_docs.py $(UCI_OUT)
 
 format: $(STAMP)
 	$(BIN)/ruff format pyro_dropout tests examples benchmarks

@@ -1,6 +1,8 @@
 """The API page names every public name of every subpackage."""
 
 import importlib
+import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -17,11 +19,43 @@ def test_every_public_name_is_documented(module):
     assert not missing, f"docs/api.md does not document pyro_dropout.{module}: {missing}"
 
 
+def _tool(name):
+    path = Path(__file__).resolve().parents[1] / "tools" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_uci_page_shows_the_kept_results():
-    from pyro_dropout.experiments.uci_table import collect, markdown_table
+    from pyro_dropout.experiments.uci_table import collect
 
     docs = Path(__file__).resolve().parents[1] / "docs"
     page = (docs / "uci.md").read_text()
-    table = markdown_table(collect(docs / "results" / "uci")).replace("### ", "#### ")
-    assert table in page, "docs/uci.md is out of date: regenerate it from docs/results/uci"
-    assert "(img/uci_test_ll.png)" in page and (docs / "img" / "uci_test_ll.png").is_file()
+    block = _tool("update_uci_docs").generated_block(collect(docs / "results" / "uci"))
+    assert block in page, "docs/uci.md is out of date: run tools/update_uci_docs.py"
+    assert (docs / "img" / "uci_test_ll.png").is_file()
+
+
+def test_update_uci_docs(tmp_path):
+    tool = _tool("update_uci_docs")
+    results, docs = tmp_path / "results", tmp_path / "docs"
+    (docs / "results" / "uci").mkdir(parents=True)
+    (docs / "results" / "uci" / "old_split00.json").write_text("{}")  # a superseded run
+    results.mkdir()
+    for i in range(2):
+        row = {"dataset": "wine-quality-red", "method": "sgp", "split": i, "rmse": 0.6 + i / 10}
+        row |= {"rmse_standard": None, "test_ll": -1.0, "protocol_seconds": 60.0}
+        (results / f"wine-quality-red_sgp_split{i:02d}.json").write_text(json.dumps(row))
+    (docs / "uci.md").write_text("# UCI\n\n" + tool.ANCHOR + "\nstale table\n\n## Notes\n\nby hand\n")
+    tool.update(results, docs)
+    page = (docs / "uci.md").read_text()
+    assert "stale table" not in page and page.endswith("## Notes\n\nby hand\n")
+    assert "| wine-quality-red | 0.65 ± 0.05 |" in page  # the mean ± SE of 0.6 and 0.7; one column: sgp
+    assert sorted(p.name for p in (docs / "results" / "uci").iterdir()) == [
+        "wine-quality-red_sgp_split00.json",
+        "wine-quality-red_sgp_split01.json",
+    ]
+    assert (docs / "img" / "uci_test_ll.png").stat().st_size > 5000
+    with pytest.raises(FileNotFoundError, match="no result files"):
+        tool.update(tmp_path / "empty", docs)

@@ -1,0 +1,55 @@
+"""Refresh the Results section of docs/uci.md from finished UCI runs.
+
+    python tools/update_uci_docs.py [results/uci]
+
+Copies every per-split JSON file from the results folder into docs/results/uci (files there
+that the results folder no longer has, superseded runs, are removed), redraws
+docs/img/uci_test_ll.png, and rewrites the generated block of docs/uci.md: everything from the
+line that ends the Results introduction up to "## Notes". The notes are written by hand.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+from pyro_dropout.experiments.uci_plot import plot_uci
+from pyro_dropout.experiments.uci_table import collect, markdown_table
+
+ANCHOR = "machine (2 CPU cores, no GPU) with the settings above.\n"
+FIGURE = "![Test log-likelihood of every method on every data set](img/uci_test_ll.png)\n"
+
+
+def generated_block(rows: list[dict]) -> str:
+    """The text between ``ANCHOR`` and the notes: the figure, then the tables."""
+    return "\n" + FIGURE + "\n" + markdown_table(rows).replace("### ", "#### ") + "\n"
+
+
+def update(results: Path, docs: Path) -> str:
+    """Sync ``docs/results/uci`` with ``results``, redraw the figure, rewrite ``docs/uci.md``."""
+    kept = docs / "results" / "uci"
+    kept.mkdir(parents=True, exist_ok=True)
+    fresh = {f.name for f in results.glob("*.json")}
+    if not fresh:
+        raise FileNotFoundError(f"no result files in {results}; run `pyro-dropout uci ... --out {results}`")
+    for name in fresh:
+        shutil.copy(results / name, kept / name)
+    for f in kept.glob("*.json"):
+        if f.name not in fresh:
+            f.unlink()
+    rows = collect(kept)
+    (docs / "img").mkdir(exist_ok=True)
+    plot_uci(rows, "test_ll").savefig(docs / "img" / "uci_test_ll.png", dpi=120)
+    page = docs / "uci.md"
+    text = page.read_text()
+    start = text.index(ANCHOR) + len(ANCHOR)
+    end = text.index("## Notes")
+    page.write_text(text[:start] + generated_block(rows) + text[end:])
+    return markdown_table(rows)
+
+
+if __name__ == "__main__":
+    root = Path(__file__).resolve().parents[1]
+    results = Path(sys.argv[1]) if len(sys.argv) > 1 else root / "results" / "uci"
+    print(update(results, root / "docs"))
