@@ -6,9 +6,12 @@ the same objective; they differ in gradient noise. This script trains the UCI ne
 protocol (one hidden ReLU layer, dropout before each weight layer, MSE + the weight decay
 l^2 (1 - p) / (2 N tau), Adam, batch 128) on one split in plain PyTorch, both ways, from the same
 initial weights and minibatch order, and scores each on the test rows with T function draws
-(paper 000, eq. 13, tau on the original y scale).
+(paper 000, eq. 13, tau on the original y scale). With ``--library-runs R`` it also trains R
+copies of the library's own model of the protocol on the split, to show the spread that the
+seed alone gives.
 
     python examples/mask_granularity.py --dataset power-plant --split 0 --p 0.005 --tau 0.1
+    python examples/mask_granularity.py --dataset kin8nm --split 0 --p 0.005 --tau 200 --library-runs 4
 """
 
 from __future__ import annotations
@@ -16,10 +19,12 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from typing import Any
 
+import numpy as np
 import torch
 
-from pyro_dropout.datasets import load_uci
+from pyro_dropout.datasets import UCIDataset, load_uci
 
 
 def _forward(x: torch.Tensor, params: list[torch.Tensor], p: float, per_example: bool) -> torch.Tensor:
@@ -82,7 +87,7 @@ def train_and_score(
         }
 
 
-def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
+def main(argv: list[str] | None = None) -> dict[str, dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="power-plant")
     parser.add_argument("--split", type=int, default=0)
@@ -93,6 +98,12 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--max-rows", type=int, default=None, help="use only the first rows (tests)")
     parser.add_argument("--seed", type=int, default=0, help="initial weights, minibatch order and masks")
+    parser.add_argument(
+        "--library-runs",
+        type=int,
+        default=0,
+        help="also train this many copies of the library's UCI model on the split, as one vectorised model",
+    )
     args = parser.parse_args(argv)
     torch.set_default_dtype(torch.float32)
     data = load_uci(args.dataset, args.data_dir)
@@ -118,11 +129,33 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
         )
         r = out[name]
         print(
-            f"{args.dataset} split {args.split}, seed {args.seed}, p={args.p}, tau={args.tau}, {epochs} epochs, "
-            f"mask per {name[4:].replace('_', ' ')}: RMSE {r['rmse']:.3f}, test LL {r['test_ll']:.3f} "
-            f"({r['seconds']:.0f} s)"
+            f"{args.dataset} split {args.split}, seed {args.seed}, p={args.p}, tau={args.tau}, "
+            f"{epochs} epochs, mask per {name[4:].replace('_', ' ')}: RMSE {r['rmse']:.3f}, "
+            f"test LL {r['test_ll']:.3f} ({r['seconds']:.0f} s)"
         )
+    if args.library_runs:
+        out["library"] = library_runs(data, train, test, epochs, args)
     return out
+
+
+def library_runs(
+    data: UCIDataset, train: np.ndarray, test: np.ndarray, epochs: int, args: argparse.Namespace
+) -> dict[str, Any]:
+    """The library's protocol model (``MLP(runs=R)``, ``DropoutGuide``, ``DropoutELBO``), R copies."""
+    from pyro_dropout.experiments import uci_methods
+
+    runs = range(args.library_runs)
+    specs = [uci_methods.Spec(args.split, train, test, p=args.p, tau=args.tau, epochs=epochs) for _ in runs]
+    settings = uci_methods.Settings(progress=False, seed=args.seed)
+    start = time.perf_counter()
+    scores = uci_methods.train_and_score(data, "mc-dropout", specs, settings, args.num_samples, "")
+    for r in scores:
+        print(f"{data.name} split {args.split}, library: RMSE {r['rmse']:.3f}, test LL {r['test_ll']:.3f}")
+    return {
+        "rmse": [r["rmse"] for r in scores],
+        "test_ll": [r["test_ll"] for r in scores],
+        "seconds": time.perf_counter() - start,
+    }
 
 
 if __name__ == "__main__":
