@@ -16,7 +16,7 @@ from ..datasets import UCIDataset
 from ..guides import DropoutGuide
 from ..infer import BBAlpha, CompiledSVI, DropoutELBO, predict, predict_from_samples, predict_standard
 from ..nn import MLP
-from .vectorised import Standardiser, dropout_draws, score_runs, train_runs
+from .vectorised import Standardiser, draws_per_chunk, dropout_draws, score_runs, train_runs
 
 __all__ = ["Settings", "Spec", "run_baseline_split", "train_and_score"]
 
@@ -31,7 +31,8 @@ class Settings:
     length_scale: float = 1e-2  # prior length-scale l of the dropout methods
     num_samples: int = 10_000  # T at test time
     validation_samples: int = 1_000  # T when scoring the grid on the validation rows
-    chunk_size: int = 100
+    chunk_size: int = 100  # draws per prediction chunk, at most; fewer when they would not fit in:
+    chunk_memory_mb: float = 1024.0
     particles: int = 10  # K for BB-alpha
     concrete_tau_prior: tuple[float, float] = (0.1, 0.01)  # Gamma(shape, rate) on tau (standardised y)
     # Concrete dropout's prior length-scale, chosen on the validation rows as in paper 001, appendix D;
@@ -151,8 +152,9 @@ def train_and_score(
     x_std = stats.x(x_eval)
     if method == "ensemble":
         return _score_ensemble(model, guide, x_std, y_eval, stats, specs)
+    chunk = draws_per_chunk(s.chunk_size, len(specs), x_std.shape[1], data.n_hidden, s.chunk_memory_mb)
     scores = score_runs(
-        dropout_draws(model, guide, x_std, stats.y_mean, stats.y_std), y_eval, num_samples, s.chunk_size
+        dropout_draws(model, guide, x_std, stats.y_mean, stats.y_std), y_eval, num_samples, chunk
     )
     standard = predict_standard(model, guide, x_std).means["obs"][0] * stats.y_std.unsqueeze(
         -1
@@ -186,7 +188,9 @@ def _final_tau_step(
     returns the values before.
     """
     a, b = s.concrete_tau_prior
-    pred = predict(model, guide, x, num_samples=draws, chunk_size=s.chunk_size, return_sites=())
+    width = model.hidden[0].out_features
+    chunk = draws_per_chunk(s.chunk_size, x.shape[0], x.shape[1], width, s.chunk_memory_mb)
+    pred = predict(model, guide, x, num_samples=draws, chunk_size=chunk, return_sites=())
     sse = (pred.means["obs"] - y).pow(2).mean(0).sum(-1)  # [R]: sum over points of E_q (y - f)^2
     n = y.shape[-1]
     tau_star = (a - 1 + n / 2) / (b + sse / 2)

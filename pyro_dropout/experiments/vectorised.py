@@ -132,6 +132,17 @@ def score_runs(
     )
 
 
+def draws_per_chunk(limit: int, runs: int, rows: int, width: int, budget_mb: float) -> int:
+    """How many prediction draws to make at once so that one chunk stays within ``budget_mb``.
+
+    A draw of an MLP over ``rows`` points in each of ``runs`` runs holds a ``[runs, rows,
+    width]`` activation (``width``: the widest layer); measured peak memory is about 1.2x its
+    size in float32, and this allows 2x. At least one draw, at most ``limit``.
+    """
+    per_draw = 2 * runs * rows * max(width, 1) * 4
+    return max(1, min(limit, int(budget_mb * 2**20) // per_draw))
+
+
 def dropout_draws(
     model: Callable, guide: Callable, x: torch.Tensor, y_mean: torch.Tensor, y_std: torch.Tensor
 ) -> Callable[[int], tuple[torch.Tensor, torch.Tensor]]:

@@ -15,7 +15,7 @@ from pyro_dropout.experiments import uci_methods
 from pyro_dropout.experiments.uci import Settings, run_uci
 from pyro_dropout.experiments.uci_plot import plot_uci
 from pyro_dropout.experiments.uci_table import collect, markdown_table
-from pyro_dropout.experiments.vectorised import Standardiser, score_runs
+from pyro_dropout.experiments.vectorised import Standardiser, draws_per_chunk, score_runs
 from pyro_dropout.metrics import gaussian_log_likelihood
 from tests.uci_data import write_tiny_uci
 
@@ -244,3 +244,23 @@ def test_results_are_json(tiny):
     run_uci(data, "ensemble", [0], tiny / "r", TINY, log=lambda m: None)
     payload = json.loads((tiny / "r" / "tiny_ensemble_split00.json").read_text())
     assert payload["settings"]["epochs_multiplier"] == 1
+
+
+def test_prediction_chunks_fit_the_memory_budget(tiny, monkeypatch):
+    # the protein grid: 60 runs x 8,232 validation rows x 100 hidden units is ~190 MB a draw
+    assert draws_per_chunk(100, 60, 8232, 100, 1024) == 2
+    assert draws_per_chunk(100, 1, 10, 8, 1024) == 100  # small problems keep the limit
+    assert draws_per_chunk(100, 60, 8232, 100, 1) == 1  # never fewer than one draw
+    seen = []
+    real = uci_methods.score_runs
+
+    def spy(draws, y, num_samples, chunk_size):
+        seen.append(chunk_size)
+        return real(draws, y, num_samples, chunk_size)
+
+    monkeypatch.setattr(uci_methods, "score_runs", spy)
+    data = load_uci("tiny", tiny)
+    spec = uci_methods.Spec(0, data.splits[0].train, data.splits[0].test, p=0.1, tau=2.0)
+    budget = 2 * 10 * 8 * 4 * 3 / 2**20  # room for three draws of 10 rows x 8 units
+    uci_methods.train_and_score(data, "mc-dropout", [spec], replace(TINY, chunk_memory_mb=budget), 7, "")
+    assert seen == [3]
