@@ -264,3 +264,20 @@ def test_prediction_chunks_fit_the_memory_budget(tiny, monkeypatch):
     budget = 2 * 10 * 8 * 4 * 3 / 2**20  # room for three draws of 10 rows x 8 units
     uci_methods.train_and_score(data, "mc-dropout", [spec], replace(TINY, chunk_memory_mb=budget), 7, "")
     assert seen == [3]
+
+
+def test_verdict_against_the_published_figures():
+    from pyro_dropout.experiments.uci_table import _verdict
+
+    naval = (0.00, 0.00, 4.45, 0.00)  # published, rounded to two decimals
+
+    def ours(rmse, rmse_se, ll, ll_se):
+        return {"rmse": (rmse, rmse_se), "test_ll": (ll, ll_se)}
+
+    # 0.0017 rounds to the published 0.00; 0.006 does not, even within its standard error
+    assert _verdict(ours(0.0017, 0.0002, 4.45, 0.01), naval) == "RMSE ✓, LL ✓"
+    assert _verdict(ours(0.0060, 0.0005, 4.40, 0.01), naval) == "RMSE ✗, LL ✗"
+    # within one standard error, or better, counts as a match
+    boston = (2.90, 0.18, -2.40, 0.04)
+    assert _verdict(ours(3.00, 0.11, -2.43, 0.03), boston) == "RMSE ✓, LL ✓"
+    assert _verdict(ours(3.00, 0.09, -2.30, float("nan")), boston) == "RMSE ✗, LL ✓"
