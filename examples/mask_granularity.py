@@ -96,7 +96,6 @@ def main(argv: list[str] | None = None) -> dict[str, dict]:
     parser.add_argument("--epochs", type=int, default=None, help="default: n_epochs.txt x 100")
     parser.add_argument("--num-samples", type=int, default=2000)
     parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--max-rows", type=int, default=None, help="use only the first rows (tests)")
     parser.add_argument("--seed", type=int, default=0, help="initial weights, minibatch order and masks")
     parser.add_argument(
         "--library-runs",
@@ -110,7 +109,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict]:
     split = data.splits[args.split]
     x = torch.as_tensor(data.x, dtype=torch.float32)
     y = torch.as_tensor(data.y, dtype=torch.float32)
-    train, test = split.train[: args.max_rows], split.test[: args.max_rows]
+    train, test = split.train, split.test
     epochs = args.epochs or data.n_epochs * 100
     out = {}
     for name, per_example in (("per_example", True), ("per_minibatch", False)):

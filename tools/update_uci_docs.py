@@ -45,8 +45,9 @@ def update(results: Path, docs: Path) -> str:
     text = page.read_text()
     start = text.index(ANCHOR) + len(ANCHOR)
     end = text.index("## Notes")
-    page.write_text(text[:start] + generated_block(rows) + text[end:])
-    return markdown_table(rows)
+    block = generated_block(rows)
+    page.write_text(text[:start] + block + text[end:])
+    return block
 
 
 if __name__ == "__main__":

@@ -31,8 +31,8 @@ class Settings:
     length_scale: float = 1e-2  # prior length-scale l of the dropout methods
     num_samples: int = 10_000  # T at test time
     validation_samples: int = 1_000  # T when scoring the grid on the validation rows
-    chunk_size: int = 100  # draws per prediction chunk, at most; fewer when they would not fit in:
-    chunk_memory_mb: float = 1024.0
+    chunk_size: int = 100  # draws per prediction chunk, at most
+    chunk_memory_mb: float = 1024.0  # fewer draws a chunk when they would not fit in this
     particles: int = 10  # K for BB-alpha
     concrete_tau_prior: tuple[float, float] = (0.1, 0.01)  # Gamma(shape, rate) on tau (standardised y)
     # Concrete dropout's prior length-scale, chosen on the validation rows as in paper 001, appendix D;
@@ -152,7 +152,7 @@ def train_and_score(
     x_std = stats.x(x_eval)
     if method == "ensemble":
         return _score_ensemble(model, guide, x_std, y_eval, stats, specs)
-    chunk = draws_per_chunk(s.chunk_size, len(specs), x_std.shape[1], data.n_hidden, s.chunk_memory_mb)
+    chunk = draws_per_chunk(s.chunk_size, len(specs), x_std.shape[1], _widest(model), s.chunk_memory_mb)
     scores = score_runs(
         dropout_draws(model, guide, x_std, stats.y_mean, stats.y_std), y_eval, num_samples, chunk
     )
@@ -176,6 +176,11 @@ def train_and_score(
     ]
 
 
+def _widest(model: MLP) -> int:
+    """The widest layer of the network, which sets the memory of a prediction draw."""
+    return max(layer.out_features for layer in [*model.hidden, model.output])
+
+
 def _final_tau_step(
     model: Any, guide: Any, x: torch.Tensor, y: torch.Tensor, s: Settings, draws: int = 200
 ) -> torch.Tensor:
@@ -188,8 +193,7 @@ def _final_tau_step(
     returns the values before.
     """
     a, b = s.concrete_tau_prior
-    width = model.hidden[0].out_features
-    chunk = draws_per_chunk(s.chunk_size, x.shape[0], x.shape[1], width, s.chunk_memory_mb)
+    chunk = draws_per_chunk(s.chunk_size, x.shape[0], x.shape[1], _widest(model), s.chunk_memory_mb)
     pred = predict(model, guide, x, num_samples=draws, chunk_size=chunk, return_sites=())
     sse = (pred.means["obs"] - y).pow(2).mean(0).sum(-1)  # [R]: sum over points of E_q (y - f)^2
     n = y.shape[-1]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .uci_table import ORDER, PUBLISHED, REFERENCE, summarise
+from .uci_table import PUBLISHED, REFERENCE, methods_in, summarise
 
 __all__ = ["plot_uci"]
 
@@ -29,8 +29,7 @@ def plot_uci(rows: list[dict[str, Any]], metric: str = "test_ll") -> Any:
     plt = _pyplot()
     summary = summarise(rows)
     datasets = sorted({d for d, _ in summary})
-    methods = [m for m in ORDER if any((d, m) in summary for d in datasets)]
-    methods += sorted({m for _, m in summary} - set(methods))
+    methods = methods_in(summary)
     cols = min(4, len(datasets))
     nrows = math.ceil(len(datasets) / cols)
     fig, axes = plt.subplots(nrows, cols, figsize=(3.2 * cols, 0.35 * len(methods) * nrows + 1.2 * nrows))
@@ -48,7 +47,7 @@ def plot_uci(rows: list[dict[str, Any]], metric: str = "test_ll") -> Any:
             s = summary[(d, m)]
             mean, se = s[metric]
             ax.errorbar(mean, y, xerr=se if math.isfinite(se) else None, fmt="o", color="tab:blue", ms=4)
-            label = f"{s['splits']}"
+            label = str(s["splits"])
             ax.annotate(label, (mean, y), xytext=(0, 4), textcoords="offset points", fontsize=6, ha="center")
         ax.set_yticks(range(len(methods)), methods, fontsize=8)
         ax.set_ylim(len(methods) - 0.5, -0.5)

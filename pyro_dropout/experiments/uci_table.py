@@ -69,6 +69,12 @@ def collect(results: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(results.rglob("*.json"))]
 
 
+def methods_in(summary: dict[tuple[str, str], Any]) -> list[str]:
+    """The methods present in a :func:`summarise` result: the usual order, then any others."""
+    present = {m for _, m in summary}
+    return [m for m in ORDER if m in present] + sorted(present - set(ORDER))
+
+
 def _mean_se(values: list[float]) -> tuple[float, float]:
     n = len(values)
     mean = sum(values) / n
@@ -127,8 +133,7 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
     """Markdown tables of test RMSE and test log-likelihood (mean ± standard error over splits)."""
     summary = summarise(rows)
     datasets = sorted({d for d, _ in summary})
-    methods = [m for m in ORDER if any((d, m) in summary for d in datasets)]
-    methods += sorted({m for _, m in summary} - set(methods))
+    methods = methods_in(summary)
     lines = ["Published columns: " + "; ".join(f"*{k}*: {v}" for k, v in SOURCES.items()) + ".", ""]
     for metric, title in (
         ("rmse", "Test RMSE (lower is better)"),
