@@ -4,7 +4,7 @@ MC dropout (Gal & Ghahramani, 2016), Concrete dropout (Gal, Hron & Kendall, 2017
 the BB-alpha energy (Li & Gal, 2017) as a Pyro guide and Pyro losses.
 """
 
-from . import distributions, export, guides, infer, metrics, nn
+from . import distributions, export, guides, infer, metrics, nn, runtime
 from .distributions import BernoulliDropout, ConcreteDropout, QuantisedGaussian
 from .export import to_arviz
 from .guides import DropoutGuide
@@ -32,5 +32,6 @@ __all__ = [
     "nn",
     "predict",
     "predict_standard",
+    "runtime",
     "to_arviz",
 ]

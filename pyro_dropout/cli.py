@@ -128,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from .runtime import tune_cpu_allocator
+
+    tune_cpu_allocator()  # the commands train small networks for hours; see its docstring
     try:
         return int(args.func(args))
     except (FileNotFoundError, ValueError) as e:  # bad input: one clear line, not a traceback

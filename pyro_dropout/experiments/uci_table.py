@@ -66,7 +66,12 @@ def collect(results: Path) -> list[dict[str, Any]]:
         raise FileNotFoundError(
             f"no results folder {results}; run `pyro-dropout uci ... --out {results}` first"
         )
-    return [json.loads(p.read_text()) for p in sorted(results.rglob("*.json"))]
+    files = sorted(results.rglob("*.json"))
+    if not files:
+        raise FileNotFoundError(
+            f"no result files (*.json) under {results}; run `pyro-dropout uci ... --out {results}` first"
+        )
+    return [json.loads(p.read_text()) for p in files]
 
 
 def methods_in(summary: dict[tuple[str, str], Any]) -> list[str]:

@@ -187,6 +187,9 @@ def test_table_and_cli(tiny, capsys):
     assert (tiny / "fig" / "uci.png").stat().st_size > 5000
     assert main(["uci", "--dataset", "nope", "--method", "mc-dropout", "--data-dir", str(tiny)]) == 2
     assert "not found" in capsys.readouterr().err
+    (tiny / "empty").mkdir()
+    assert main(["uci-table", str(tiny / "empty")]) == 2
+    assert "no result files" in capsys.readouterr().err
 
 
 def test_plot_uci_panels_and_errors():

@@ -1,0 +1,65 @@
+r"""Process settings that make CPU training faster without changing any number it computes."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import sys
+
+__all__ = ["tune_cpu_allocator"]
+
+# mallopt(3) parameter numbers from glibc's <malloc.h>
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+_ENV = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_")
+
+
+def tune_cpu_allocator(trim_threshold_mb: int = 1024, mmap_threshold_mb: int = 32) -> bool:
+    r"""Keep freed memory in the process instead of handing it back to the OS (glibc only).
+
+    A training step of a small network allocates and frees the same few-megabyte tensors
+    (activations, their gradients) every step. glibc's ``malloc`` serves blocks over its
+    mmap threshold with fresh ``mmap`` calls and trims the top of the heap when it is freed,
+    so each step page-faults its working memory back in. Raising both thresholds keeps the
+    memory mapped: on this project's reference machine a vectorised UCI training step
+    (120 runs, batch 128) went from about 1,700 page faults to none and ran in 0.70x the
+    time (``benchmarks/allocator.py``). Numbers computed are unchanged.
+
+    This changes the whole process, so the library never calls it on import; the
+    ``pyro-dropout`` command calls it once at start. It does nothing (and returns False)
+    where the C library is not glibc, or where the user has set ``MALLOC_TRIM_THRESHOLD_``
+    or ``MALLOC_MMAP_THRESHOLD_`` (their setting wins).
+
+    :param trim_threshold_mb: free memory kept at the top of the heap before trimming.
+    :param mmap_threshold_mb: blocks at least this large still get their own ``mmap``
+        (glibc caps this at 32 MB on 64-bit systems).
+    :returns: whether the settings were applied.
+    """
+    if not 0 <= trim_threshold_mb < 2048 or not 0 < mmap_threshold_mb <= 32:
+        raise ValueError(
+            "tune_cpu_allocator: trim_threshold_mb must be in [0, 2048) (a C int of bytes) and "
+            "mmap_threshold_mb in (0, 32], "
+            f"got {trim_threshold_mb} and {mmap_threshold_mb}"
+        )
+    if not sys.platform.startswith("linux") or any(name in os.environ for name in _ENV):
+        return False
+    libc = _glibc()
+    if libc is None:
+        return False
+    trim = libc.mallopt(_M_TRIM_THRESHOLD, trim_threshold_mb << 20)
+    mmap = libc.mallopt(_M_MMAP_THRESHOLD, mmap_threshold_mb << 20)
+    return bool(trim and mmap)
+
+
+def _glibc() -> ctypes.CDLL | None:
+    """The process's C library if it is glibc (``gnu_get_libc_version`` exists), else None."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    except OSError:
+        return None
+    if not hasattr(libc, "gnu_get_libc_version") or not hasattr(libc, "mallopt"):
+        return None
+    libc.mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    libc.mallopt.restype = ctypes.c_int
+    return libc
