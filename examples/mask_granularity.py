@@ -8,10 +8,12 @@ l^2 (1 - p) / (2 N tau), Adam, batch 128) on one split in plain PyTorch, both wa
 initial weights and minibatch order, and scores each on the test rows with T function draws
 (paper 000, eq. 13, tau on the original y scale). With ``--library-runs R`` it also trains R
 copies of the library's own model of the protocol on the split, to show the spread that the
-seed alone gives.
+seed alone gives (``--library-only`` skips the plain-PyTorch runs).
 
     python examples/mask_granularity.py --dataset power-plant --split 0 --p 0.005 --tau 0.1
     python examples/mask_granularity.py --dataset kin8nm --split 0 --p 0.005 --tau 200 --library-runs 4
+    python examples/mask_granularity.py --dataset power-plant --split 6 --p 0.005 --tau 0.05 \
+        --library-runs 16 --library-only --seed 1
 """
 
 from __future__ import annotations
@@ -103,7 +105,12 @@ def main(argv: list[str] | None = None) -> dict[str, dict]:
         default=0,
         help="also train this many copies of the library's UCI model on the split, as one vectorised model",
     )
+    parser.add_argument(
+        "--library-only", action="store_true", help="skip the two plain-PyTorch runs (with --library-runs)"
+    )
     args = parser.parse_args(argv)
+    if args.library_only and not args.library_runs:
+        parser.error("--library-only needs --library-runs R")
     torch.set_default_dtype(torch.float32)
     data = load_uci(args.dataset, args.data_dir)
     split = data.splits[args.split]
@@ -112,7 +119,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict]:
     train, test = split.train, split.test
     epochs = args.epochs or data.n_epochs * 100
     out = {}
-    for name, per_example in (("per_example", True), ("per_minibatch", False)):
+    granularities = () if args.library_only else (("per_example", True), ("per_minibatch", False))
+    for name, per_example in granularities:
         out[name] = train_and_score(
             x[train],
             y[train],

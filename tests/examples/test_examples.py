@@ -47,6 +47,8 @@ def test_mask_granularity(tmp_path):
     # and so must the library's two runs, which differ only in their random draws
     assert len(out["library"]["rmse"]) == 2 and max(out["library"]["rmse"]) < 1.5
     assert out["library"]["rmse"][0] != out["library"]["rmse"][1]
+    alone = _load("mask_granularity").main([*args, "--library-runs", "2", "--library-only"])
+    assert set(alone) == {"library"} and alone["library"]["rmse"] == out["library"]["rmse"]
 
 
 def test_mask_granularity_masks():

@@ -1,0 +1,87 @@
+"""Re-run the final stage of finished UCI runs and compare with the stored results.
+
+    python tools/uci_final_stage.py DATASET SPLITS [--method mc-dropout] [--results results/uci]
+                                    [--seed S] [--data-dir DIR]
+
+Reads each split's chosen hyper-parameters and settings from its result file, trains the
+final models of those splits together (as the protocol did), scores them on the test rows
+and prints the new and the stored RMSE and test log-likelihood. With the stored seed this
+checks that a result reproduces; with another seed it shows how much one training run's
+randomness moves a split. Nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from pyro_dropout.cli import parse_splits
+from pyro_dropout.datasets import load_uci
+from pyro_dropout.experiments.uci_methods import Settings, Spec, train_and_score
+from pyro_dropout.runtime import tune_cpu_allocator
+
+HYPER = ("p", "tau", "epochs", "length_scale")
+ONE_RUN_PER_SPLIT = ("mc-dropout", "concrete", "bbalpha-0.5", "bbalpha-1", "mfvi")
+
+
+def final_stage(
+    dataset: str, splits: list[int], method: str, results: Path, seed: int | None, data_dir: str | None
+) -> list[dict[str, Any]]:
+    """Re-run the final stage; one ``{split, now: {rmse, test_ll}, stored: {...}}`` per split."""
+    if method not in ONE_RUN_PER_SPLIT:
+        raise ValueError(
+            f"the final stage of {method!r} is not one network per split; choose from {ONE_RUN_PER_SPLIT}"
+        )
+    data = load_uci(dataset, data_dir)
+    stored = []
+    for i in splits:
+        path = results / f"{data.name}_{method}_split{i:02d}.json"
+        if not path.is_file():
+            raise FileNotFoundError(f"no result file {path}; run `pyro-dropout uci` for split {i} first")
+        stored.append(json.loads(path.read_text()))
+    known = {f.name for f in fields(Settings)}
+    settings = Settings(**{k: v for k, v in stored[0]["settings"].items() if k in known})
+    settings.concrete_tau_prior = tuple(settings.concrete_tau_prior)  # JSON gives lists
+    settings.progress = False
+    if seed is not None:
+        settings.seed = seed
+    specs = [
+        Spec(i, data.splits[i].train, data.splits[i].test, **{k: r[k] for k in HYPER if r.get(k) is not None})
+        for i, r in zip(splits, stored, strict=True)
+    ]
+    scores = train_and_score(data, method, specs, settings, settings.num_samples, "final stage")
+    return [
+        {
+            "split": i,
+            "now": {"rmse": now["rmse"], "test_ll": now["test_ll"]},
+            "stored": {"rmse": old["rmse"], "test_ll": old["test_ll"]},
+        }
+        for i, now, old in zip(splits, scores, stored, strict=True)
+    ]
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dataset")
+    parser.add_argument("splits", type=parse_splits, help="e.g. 5-9")
+    parser.add_argument("--method", default="mc-dropout")
+    parser.add_argument("--results", default="results/uci")
+    parser.add_argument("--seed", type=int, default=None, help="default: the stored seed")
+    parser.add_argument("--data-dir", default=None)
+    args = parser.parse_args(argv)
+    tune_cpu_allocator()
+    rows = final_stage(args.dataset, args.splits, args.method, Path(args.results), args.seed, args.data_dir)
+    for r in rows:
+        now, old = r["now"], r["stored"]
+        print(
+            f"split {r['split']}: now RMSE {now['rmse']:.4f}, LL {now['test_ll']:.4f}; "
+            f"stored RMSE {old['rmse']:.4f}, LL {old['test_ll']:.4f}"
+        )
+    return rows
+
+
+if __name__ == "__main__":
+    main()
