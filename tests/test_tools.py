@@ -30,6 +30,10 @@ def test_final_stage_reproduces_the_stored_result(tmp_path):
     assert [r["split"] for r in same] == [0, 1]
     for r in same:  # the protocol is deterministic given its seed: equal to the last digit
         assert r["now"] == r["stored"]
+    lines = []
+    watched = tool.final_stage("tiny", [0, 1], "mc-dropout", out, None, str(root), every=1, log=lines.append)
+    assert [r["now"] for r in watched] == [r["now"] for r in same]  # watching leaves the result alone
+    assert len(lines) == 2 and lines[0].startswith("epoch 1, RMSE")  # 2 epochs: n_epochs.txt x 1
     other = tool.main([*args, "--seed", "1"])
     assert all(r["now"]["test_ll"] != r["stored"]["test_ll"] for r in other)
 

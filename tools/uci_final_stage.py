@@ -7,28 +7,71 @@ Reads each split's chosen hyper-parameters and settings from its result file, tr
 final models of those splits together (as the protocol did), scores them on the test rows
 and prints the new and the stored RMSE and test log-likelihood. With the stored seed this
 checks that a result reproduces; with another seed it shows how much one training run's
-randomness moves a split. Nothing is written.
+randomness moves a split. ``--every N`` also prints, every N epochs, each split's RMSE on its
+training and test rows with the expected weights (standard dropout), which shows when a run
+leaves its course; the random stream, and so the result, is unchanged. Nothing is written.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import torch
+
 from pyro_dropout.cli import parse_splits
 from pyro_dropout.datasets import load_uci
 from pyro_dropout.experiments.uci_methods import Settings, Spec, train_and_score
+from pyro_dropout.infer import predict_standard
 from pyro_dropout.runtime import tune_cpu_allocator
 
 HYPER = ("p", "tau", "epochs", "length_scale")
 ONE_RUN_PER_SPLIT = ("mc-dropout", "concrete", "bbalpha-0.5", "bbalpha-1", "mfvi")
 
 
+def _trajectory(data: Any, specs: list[Spec], every: int, log: Callable[[str], None]) -> Callable:
+    """A monitor printing each run's standard-dropout RMSE on its train and test rows."""
+    x = {
+        k: torch.tensor(np.stack([data.x[getattr(sp, k)] for sp in specs]), dtype=torch.get_default_dtype())
+        for k in ("train", "score")
+    }
+    y = {
+        k: torch.tensor(np.stack([data.y[getattr(sp, k)] for sp in specs]), dtype=torch.get_default_dtype())
+        for k in ("train", "score")
+    }
+
+    def monitor(epoch: int, model: Any, guide: Any, stats: Any) -> None:
+        if epoch % every:
+            return
+        state = torch.get_rng_state()  # leave the training's random stream as it was
+        with torch.no_grad():
+            rmse = {}
+            for k in x:
+                mean = predict_standard(model, guide, stats.x(x[k])).means["obs"][0]
+                f = mean * stats.y_std.unsqueeze(-1) + stats.y_mean.unsqueeze(-1)
+                rmse[k] = (f - y[k]).pow(2).mean(-1).sqrt().tolist()
+        torch.set_rng_state(state)
+        pairs = zip(specs, rmse["train"], rmse["score"], strict=True)
+        runs = ", ".join(f"{sp.split}: {a:.4g} / {b:.4g}" for sp, a, b in pairs)
+        log(f"epoch {epoch}, RMSE train / test of the expected weights: {runs}")
+
+    return monitor
+
+
 def final_stage(
-    dataset: str, splits: list[int], method: str, results: Path, seed: int | None, data_dir: str | None
+    dataset: str,
+    splits: list[int],
+    method: str,
+    results: Path,
+    seed: int | None,
+    data_dir: str | None,
+    every: int = 0,
+    log: Callable[[str], None] = print,
 ) -> list[dict[str, Any]]:
     """Re-run the final stage; one ``{split, now: {rmse, test_ll}, stored: {...}}`` per split."""
     if method not in ONE_RUN_PER_SPLIT:
@@ -52,7 +95,8 @@ def final_stage(
         Spec(i, data.splits[i].train, data.splits[i].test, **{k: r[k] for k in HYPER if r.get(k) is not None})
         for i, r in zip(splits, stored, strict=True)
     ]
-    scores = train_and_score(data, method, specs, settings, settings.num_samples, "final stage")
+    monitor = _trajectory(data, specs, every, log) if every else None
+    scores = train_and_score(data, method, specs, settings, settings.num_samples, "final stage", monitor)
     return [
         {
             "split": i,
@@ -71,9 +115,12 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--results", default="results/uci")
     parser.add_argument("--seed", type=int, default=None, help="default: the stored seed")
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--every", type=int, default=0, help="print train/test RMSE every N epochs")
     args = parser.parse_args(argv)
     tune_cpu_allocator()
-    rows = final_stage(args.dataset, args.splits, args.method, Path(args.results), args.seed, args.data_dir)
+    rows = final_stage(
+        args.dataset, args.splits, args.method, Path(args.results), args.seed, args.data_dir, args.every
+    )
     for r in rows:
         now, old = r["now"], r["stored"]
         print(

@@ -129,9 +129,19 @@ def _tensors(
 
 
 def train_and_score(
-    data: UCIDataset, method: str, specs: list[Spec], s: Settings, num_samples: int, desc: str
+    data: UCIDataset,
+    method: str,
+    specs: list[Spec],
+    s: Settings,
+    num_samples: int,
+    desc: str,
+    monitor: Callable[[int, Any, Any, Standardiser], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Train ``specs`` (equal-sized rows) as one vectorised model; score each on its ``score`` rows."""
+    """Train ``specs`` (equal-sized rows) as one vectorised model; score each on its ``score`` rows.
+
+    ``monitor(epoch, model, guide, stats)``, if given, runs after every epoch (for
+    diagnostics; it must not draw random numbers).
+    """
     dev = torch.device(s.device)
     pyro.clear_param_store()
     pyro.set_rng_seed(s.seed)
@@ -143,8 +153,9 @@ def train_and_score(
     epochs = specs[0].epochs or data.n_epochs * s.epochs_multiplier
     if any((sp.epochs or epochs) != epochs for sp in specs):
         raise ValueError("runs trained together need the same number of epochs")
+    on_epoch = None if monitor is None else (lambda e: monitor(e, model, guide, stats))
     history = train_runs(
-        svi.step, stats.x(x_train), stats.y(y_train), epochs, s.batch_size, s.seed, desc, s.progress
+        svi.step, stats.x(x_train), stats.y(y_train), epochs, s.batch_size, s.seed, desc, s.progress, on_epoch
     )
     tau_before = None
     if method == "concrete":

@@ -58,11 +58,14 @@ def train_runs(
     seed: int = 0,
     desc: str = "training",
     progress: bool = True,
+    on_epoch: Callable[[int], None] | None = None,
 ) -> list[float]:
     """Minibatch training of ``R`` runs at once: ``x`` ``[R, n, d]``, ``y`` ``[R, n]``.
 
     ``step(xb, yb, num_data=n)`` is one optimisation step (e.g. ``CompiledSVI.step``); each
-    run draws its own batches. Returns the mean loss of each epoch.
+    run draws its own batches. ``on_epoch(e)`` is called after epoch ``e`` (1-based), for
+    monitoring; it must not draw random numbers, or training changes. Returns the mean loss
+    of each epoch.
     """
     runs, n, d = x.shape
     g = torch.Generator().manual_seed(seed)
@@ -77,6 +80,8 @@ def train_runs(
             total += step(xb, yb, num_data=n)
             count += 1
         history.append(total / count)
+        if on_epoch is not None:
+            on_epoch(len(history))
         bar.set_postfix(loss=f"{history[-1]:.4g}", refresh=False)
     return history
 
