@@ -274,7 +274,7 @@ def run_baseline_split(method: str, data: UCIDataset, split: int, settings: Sett
             xs, ys, min(settings.sgp_inducing, len(xs)), settings.sgp_steps, seed=settings.seed
         )
         with torch.no_grad():
-            mu, var = gp(xt, full_cov=False, noiseless=False)
+            mu, var = (t.to(dtype) for t in gp(xt.double(), full_cov=False, noiseless=False))
         mu, var = mu.unsqueeze(0).unsqueeze(0), var.unsqueeze(0).unsqueeze(0)  # one "draw", one run
         num = 1
         extra["noise_sd"] = float(gp.noise.detach().sqrt() * scale[0])
