@@ -1,17 +1,19 @@
 """The API page names every public name of every subpackage."""
 
 import importlib
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
+from tests.scripts import load_script
+
 API = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text()
 
 
 @pytest.mark.parametrize(
-    "module", ["distributions", "nn", "guides", "infer", "metrics", "export", "datasets", "baselines"]
+    "module",
+    ["distributions", "nn", "guides", "infer", "metrics", "export", "datasets", "baselines", "runtime"],
 )
 def test_every_public_name_is_documented(module):
     mod = importlib.import_module(f"pyro_dropout.{module}")
@@ -19,26 +21,18 @@ def test_every_public_name_is_documented(module):
     assert not missing, f"docs/api.md does not document pyro_dropout.{module}: {missing}"
 
 
-def _tool(name):
-    path = Path(__file__).resolve().parents[1] / "tools" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_uci_page_shows_the_kept_results():
     from pyro_dropout.experiments.uci_table import collect
 
     docs = Path(__file__).resolve().parents[1] / "docs"
     page = (docs / "uci.md").read_text()
-    block = _tool("update_uci_docs").generated_block(collect(docs / "results" / "uci"))
+    block = load_script("tools", "update_uci_docs").generated_block(collect(docs / "results" / "uci"))
     assert block in page, "docs/uci.md is out of date: run tools/update_uci_docs.py"
     assert (docs / "img" / "uci_test_ll.png").is_file()
 
 
 def test_update_uci_docs(tmp_path):
-    tool = _tool("update_uci_docs")
+    tool = load_script("tools", "update_uci_docs")
     results, docs = tmp_path / "results", tmp_path / "docs"
     (docs / "results" / "uci").mkdir(parents=True)
     (docs / "results" / "uci" / "old_split00.json").write_text("{}")  # a superseded run

@@ -1,30 +1,18 @@
 """tools/uci_final_stage.py: a stored UCI result reproduces from its file, and another seed moves it."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from pyro_dropout.datasets import load_uci
-from pyro_dropout.experiments.uci import Settings, run_uci
-from tests.uci_data import write_tiny_uci
-
-TINY = Settings(epochs_multiplier=1, num_samples=40, validation_samples=20, chunk_size=16, progress=False)
-
-
-def _tool(name):
-    path = Path(__file__).resolve().parents[1] / "tools" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from pyro_dropout.experiments.uci import run_uci
+from tests.scripts import load_script
+from tests.uci_data import TINY, write_tiny_uci
 
 
 def test_final_stage_reproduces_the_stored_result(tmp_path):
     root = write_tiny_uci(tmp_path)
     out = tmp_path / "results"
     run_uci(load_uci("tiny", root), "mc-dropout", [0, 1], out, TINY, log=lambda _: None)
-    tool = _tool("uci_final_stage")
+    tool = load_script("tools", "uci_final_stage")
     args = ["tiny", "0-1", "--results", str(out), "--data-dir", str(root)]
     same = tool.main(args)
     assert [r["split"] for r in same] == [0, 1]
@@ -40,7 +28,7 @@ def test_final_stage_reproduces_the_stored_result(tmp_path):
 
 def test_final_stage_names_what_it_cannot_do(tmp_path):
     root = write_tiny_uci(tmp_path)
-    tool = _tool("uci_final_stage")
+    tool = load_script("tools", "uci_final_stage")
     with pytest.raises(FileNotFoundError, match="no result file"):
         tool.main(["tiny", "0", "--results", str(tmp_path / "none"), "--data-dir", str(root)])
     with pytest.raises(ValueError, match="not one network per split"):

@@ -6,6 +6,22 @@ from pathlib import Path
 
 import numpy as np
 
+from pyro_dropout.experiments.uci import Settings
+
+# the protocol's settings scaled down so that a test runs in seconds
+TINY = Settings(
+    epochs_multiplier=1,
+    num_samples=40,
+    validation_samples=20,
+    chunk_size=16,
+    progress=False,
+    sgp_steps=30,
+    sgp_inducing=10,
+    hmc_warmup=10,
+    hmc_samples=10,
+    hmc_max_tree_depth=3,
+)
+
 
 def write_tiny_uci(root: Path, name: str = "tiny") -> Path:
     """60 rows: 3 informative features, 1 constant column, target last; 3 splits of 50/10 rows.

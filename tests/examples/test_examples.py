@@ -1,22 +1,18 @@
 """Every example runs with tiny arguments."""
 
-import importlib.util
 import math
-from pathlib import Path
 
 import pytest
 import torch
 
+from tests.scripts import REPO, load_script
 from tests.uci_data import write_tiny_uci
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = REPO / "examples"
 
 
 def _load(name):
-    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("examples", name)
 
 
 def test_uncertainty_analysis(tmp_path):

@@ -12,25 +12,12 @@ from pyro_dropout.cli import main, parse_splits
 from pyro_dropout.datasets import download_uci, load_uci, uci_directory
 from pyro_dropout.experiments import uci as uci_module
 from pyro_dropout.experiments import uci_methods
-from pyro_dropout.experiments.uci import Settings, run_uci
+from pyro_dropout.experiments.uci import run_uci
 from pyro_dropout.experiments.uci_plot import plot_uci
 from pyro_dropout.experiments.uci_table import collect, markdown_table
 from pyro_dropout.experiments.vectorised import Standardiser, draws_per_chunk, score_runs
 from pyro_dropout.metrics import gaussian_log_likelihood
-from tests.uci_data import write_tiny_uci
-
-TINY = Settings(
-    epochs_multiplier=1,
-    num_samples=40,
-    validation_samples=20,
-    chunk_size=16,
-    progress=False,
-    sgp_steps=30,
-    sgp_inducing=10,
-    hmc_warmup=10,
-    hmc_samples=10,
-    hmc_max_tree_depth=3,
-)
+from tests.uci_data import TINY, write_tiny_uci
 
 
 @pytest.fixture
