@@ -21,12 +21,11 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from pyro_dropout.cli import parse_splits
 from pyro_dropout.datasets import load_uci
-from pyro_dropout.experiments.uci_methods import Settings, Spec, train_and_score
+from pyro_dropout.experiments.uci_methods import Settings, Spec, _tensors, train_and_score
 from pyro_dropout.infer import predict_standard
 from pyro_dropout.runtime import tune_cpu_allocator
 
@@ -36,14 +35,10 @@ ONE_RUN_PER_SPLIT = ("mc-dropout", "concrete", "bbalpha-0.5", "bbalpha-1", "mfvi
 
 def _trajectory(data: Any, specs: list[Spec], every: int, log: Callable[[str], None]) -> Callable:
     """A monitor printing each run's standard-dropout RMSE on its train and test rows."""
-    x = {
-        k: torch.tensor(np.stack([data.x[getattr(sp, k)] for sp in specs]), dtype=torch.get_default_dtype())
-        for k in ("train", "score")
-    }
-    y = {
-        k: torch.tensor(np.stack([data.y[getattr(sp, k)] for sp in specs]), dtype=torch.get_default_dtype())
-        for k in ("train", "score")
-    }
+    cpu = torch.device("cpu")
+    x, y = {}, {}
+    for k in ("train", "score"):
+        x[k], y[k] = _tensors(data, specs, lambda sp, k=k: getattr(sp, k), cpu)
 
     def monitor(epoch: int, model: Any, guide: Any, stats: Any) -> None:
         if epoch % every:

@@ -40,9 +40,8 @@ def fit_sparse_gp(
     g = torch.Generator().manual_seed(seed)
     inducing = x[torch.randperm(len(x), generator=g)[:num_inducing]].clone()
     kernel = gp.kernels.RBF(input_dim=x.shape[1], lengthscale=torch.ones(x.shape[1], dtype=x.dtype))
-    model = gp.models.SparseGPRegression(
-        x, y, kernel, Xu=inducing, noise=torch.tensor(0.1, dtype=x.dtype), approx="VFE", jitter=1e-6
-    )
+    model = gp.models.SparseGPRegression(x, y, kernel, Xu=inducing, approx="VFE", jitter=1e-6)
+    # the noise variance starts at 0.1, as before, under a constraint that keeps it above the floor
     model.noise = PyroParam(torch.tensor(0.1, dtype=x.dtype), constraints.greater_than(noise_floor))
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     gp.util.train(model, optimizer, pyro.infer.Trace_ELBO().differentiable_loss, num_steps=steps)
