@@ -49,6 +49,7 @@ def _uci(args: argparse.Namespace) -> int:
         seed=args.seed,
         device=args.device,
         progress=not args.quiet,
+        per_example_masks=args.masks == "example",
     )
     results = run_uci(data, args.method, args.splits, Path(args.out), settings)
     done = [r for r in results if r is not None]
@@ -107,6 +108,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--validation-samples", type=int, default=1_000, help="T for the grid search (default 1000)"
     )
     uci.add_argument("--seed", type=int, default=0)
+    uci.add_argument(
+        "--masks",
+        choices=("draw", "example"),
+        default="draw",
+        help="dropout masks while training: one per function draw, shared by the minibatch "
+        "(default), or one per example (DropoutELBO/BBAlpha per_example_masks=True)",
+    )
     uci.add_argument("--device", default="cpu", help="cpu or cuda")
     uci.add_argument("--quiet", action="store_true", help="no progress bars")
     uci.set_defaults(func=_uci)

@@ -27,8 +27,8 @@ class BernoulliDropout(MaskedWeight):
     [1] Y. Gal, Z. Ghahramani. *Dropout as a Bayesian Approximation.* ICML 2016.
     """
 
-    def sample_keep(self, shape: torch.Size) -> torch.Tensor:
-        keep_prob = 1.0 - (self.p_broadcast().detach() if isinstance(self.p, torch.Tensor) else self.p)
+    def sample_keep_with(self, shape: torch.Size, p: torch.Tensor | float) -> torch.Tensor:
+        keep_prob = 1.0 - (p.detach() if isinstance(p, torch.Tensor) else p)
         uniform = torch.rand(shape, dtype=self.loc.dtype, device=self.loc.device)
         return (uniform < keep_prob).to(self.loc.dtype)
 

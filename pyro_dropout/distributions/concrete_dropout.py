@@ -54,8 +54,8 @@ class ConcreteDropout(MaskedWeight):
         assert isinstance(new, ConcreteDropout)
         new.temperature = self.temperature
 
-    def sample_keep(self, shape: torch.Size) -> torch.Tensor:
-        p = self.p_broadcast()
+    def sample_keep_with(self, shape: torch.Size, p: torch.Tensor | float) -> torch.Tensor:
+        p = torch.as_tensor(p, dtype=self.loc.dtype, device=self.loc.device)
         u = torch.rand(shape, dtype=self.loc.dtype, device=self.loc.device).clamp(_EPS, 1 - _EPS)
         logit = torch.log(p + _EPS) - torch.log1p(-p + _EPS) + torch.log(u) - torch.log1p(-u)
         return 1.0 - torch.sigmoid(logit / self.temperature)

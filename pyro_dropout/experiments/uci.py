@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..datasets import UCIDataset
 from .uci_methods import Settings, Spec, run_baseline_split, train_and_score
@@ -25,6 +25,22 @@ __all__ = ["METHODS", "Settings", "Spec", "run_uci"]
 METHODS = ("mc-dropout", "concrete", "bbalpha-0.5", "bbalpha-1", "mfvi", "ensemble", "sgp", "hmc")
 GRID_METHODS = ("mc-dropout", "bbalpha-0.5", "bbalpha-1", "mfvi", "ensemble", "concrete")
 ENSEMBLE_SIZE = 5
+
+
+# the settings a user sets on the command line: a kept result must have been made with the same ones
+CHECKED_SETTINGS = ("epochs_multiplier", "num_samples", "validation_samples", "seed", "per_example_masks")
+
+
+def _check_kept(path: Path, stored: dict[str, Any], s: Settings) -> None:
+    """A finished split is kept only if it ran with this run's command-line settings."""
+    defaults = asdict(Settings())
+    for key in CHECKED_SETTINGS:
+        was, now = stored.get("settings", {}).get(key, defaults[key]), getattr(s, key)
+        if was != now:
+            raise ValueError(
+                f"{path} was made with {key}={was!r} but this run has {key}={now!r}; "
+                "give another --out folder (or remove the file to re-run it)"
+            )
 
 
 # --- the protocol ------------------------------------------------------------------------------
@@ -69,8 +85,9 @@ def run_uci(
 ) -> list[dict[str, Any]]:
     """Run the protocol for ``method`` on ``splits`` (default: all); one JSON file per split in ``out``.
 
-    Splits whose result file exists are kept (the run is resumable). Returns the results of
-    the splits run now and of those kept.
+    Splits whose result file exists are kept (the run is resumable), if they were made with
+    the same command-line settings (``CHECKED_SETTINGS``; else an error). Returns the results
+    of the splits run now and of those kept.
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
@@ -81,6 +98,8 @@ def run_uci(
         raise ValueError(f"{data.name} has splits 0-{data.n_splits - 1}; got {bad}")
     paths = {i: (out / f"{data.name}_{method}_split{i:02d}.json") if out else None for i in splits}
     kept = {i: json.loads(p.read_text()) for i, p in paths.items() if p is not None and p.is_file()}
+    for i, result in kept.items():
+        _check_kept(cast(Path, paths[i]), result, s)
     todo = [i for i in splits if i not in kept]
     if kept:
         log(f"{data.name} {method}: keeping finished splits {sorted(kept)}")

@@ -48,6 +48,8 @@ class Settings:
     # the ensemble's number of epochs, chosen on the validation rows as fractions of the protocol's
     # epochs: MAP training of mean/variance heads without early stopping overfits the variance
     ensemble_epoch_fractions: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
+    # training masks of the dropout methods: one per function draw (False) or one per example (True)
+    per_example_masks: bool = False
     seed: int = 0
     device: str = "cpu"
     progress: bool = True
@@ -92,7 +94,8 @@ def _build(method: str, d: int, hidden: int, specs: list[Spec], stats: Standardi
             length_scale=per_layer if s.concrete_scale_by_fan_in else length_scale,
         ).to(dev)
         init = torch.full((runs, 1), 0.1, device=dev)  # one learned rate per run and layer
-        return model, DropoutGuide(model, concrete=True, init_dropout=lambda name, site: init), DropoutELBO()
+        guide = DropoutGuide(model, concrete=True, init_dropout=init)
+        return model, guide, DropoutELBO(per_example_masks=s.per_example_masks)
     if method == "ensemble":
         model = MLP(
             d, hidden=(hidden,), likelihood="heteroscedastic", runs=runs, length_scale=s.length_scale
@@ -107,11 +110,13 @@ def _build(method: str, d: int, hidden: int, specs: list[Spec], stats: Standardi
         return model, MeanFieldGuide(model), DropoutELBO()
     model = MLP(d, hidden=(hidden,), tau=tau_norm, runs=runs, length_scale=length_scale).to(dev)
     p = per_run([sp.p for sp in specs]).reshape(runs, 1)
-    guide = DropoutGuide(model, dropout=lambda name, site: p)
+    guide = DropoutGuide(model, dropout=p)
     loss = (
-        DropoutELBO()
+        DropoutELBO(per_example_masks=s.per_example_masks)
         if method == "mc-dropout"
-        else BBAlpha(float(method.split("-")[1]), num_particles=s.particles)
+        else BBAlpha(
+            float(method.split("-")[1]), num_particles=s.particles, per_example_masks=s.per_example_masks
+        )
     )
     return model, guide, loss
 

@@ -26,7 +26,7 @@ from .initialization import base_prior, init_to_fan_in, is_gaussian_prior
 __all__ = ["DropoutGuide", "DropoutSpec"]
 
 Rate = float | torch.Tensor
-DropoutSpec = float | Mapping[str, Rate] | Callable[[str, Any], Rate]
+DropoutSpec = float | torch.Tensor | Mapping[str, Rate] | Callable[[str, Any], Rate]
 
 
 @dataclass(frozen=True)
@@ -73,8 +73,8 @@ class DropoutGuide(AutoGuide):
         guide.median()                                 # expected weights E_q[W] = M
 
     :param model: a Pyro model.
-    :param dropout: fixed drop probabilities (Bernoulli masks): a float for every weight
-        tensor, a dict ``{site: p}`` that must name every weight tensor (and may name
+    :param dropout: fixed drop probabilities (Bernoulli masks): a float (or a tensor) for every
+        weight tensor, a dict ``{site: p}`` that must name every weight tensor (and may name
         vector sites, to mask their elements), or a callable ``(name, site) -> p``
         called for each weight tensor. Used only when ``concrete=False``. A rate may be a
         tensor broadcasting to the site's batch shape, e.g. one rate per run ``[R, 1]``
@@ -117,11 +117,12 @@ class DropoutGuide(AutoGuide):
         _check_spec(init_dropout, "init_dropout")
         self.concrete = bool(concrete)
         self.temperature = float(temperature)
-        self._rates: DropoutSpec = init_dropout if concrete else dropout
         self.point_estimates = tuple(point_estimates)
         self.init_loc_fn = init_loc_fn
         self._roles: dict[str, _Role] = {}
         super().__init__(InitMessenger(init_loc_fn)(model), create_plates=create_plates)
+        # set after the module is initialised: a tensor rate is a plain attribute, not a buffer
+        self._rates: DropoutSpec = init_dropout if concrete else dropout
 
     # --- set-up ----------------------------------------------------------------------
     def _rate(self, name: str, site: dict, matrix: bool) -> Rate:

@@ -88,6 +88,9 @@ class BBAlpha(DropoutTraceMixin, ELBO):
     :param alpha: the divergence parameter, > 0.
     :param num_particles: ``K``, the number of mask draws per step.
     :param vectorize_particles: draw the ``K`` particles in one vectorised pass.
+    :param per_example_masks: draw the ``K`` masks of each data point independently of
+        the other points' (each per-point term still averages ``K`` draws), instead of
+        ``K`` masks shared by the minibatch (:mod:`pyro_dropout.nn.masking`).
 
     References
 
@@ -102,6 +105,7 @@ class BBAlpha(DropoutTraceMixin, ELBO):
         vectorize_particles: bool = True,
         max_plate_nesting: float = float("inf"),
         check_finite: bool = True,
+        per_example_masks: bool = False,
         **kwargs: Any,
     ) -> None:
         if not (isinstance(alpha, int | float) and math.isfinite(alpha) and alpha > 0):
@@ -116,6 +120,7 @@ class BBAlpha(DropoutTraceMixin, ELBO):
         )
         self.alpha = float(alpha)
         self.check_finite = check_finite
+        self.per_example_masks = bool(per_example_masks)
 
     def _particle_terms(self, model: Callable, guide: Callable, args: tuple, kwargs: dict) -> tuple:
         """The mean KL over particles and the per-factor log-likelihoods ``[K, ...]``."""

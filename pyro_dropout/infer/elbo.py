@@ -29,8 +29,12 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
         \mathcal{L} = \sum_{n} \mathbb{E}_{q}\log p(y_n \mid x_n, \omega)
                       - \mathrm{KL}(q(\omega)\,\|\,p(\omega)),
 
-    estimated with ``num_particles`` draws of the masks (one mask per draw, shared by
-    the minibatch) and the analytic KL of :mod:`pyro_dropout.distributions.kl`.
+    estimated with ``num_particles`` draws of the masks and the analytic KL of
+    :mod:`pyro_dropout.distributions.kl`. By default one mask per draw is shared by the
+    minibatch; ``per_example_masks=True`` draws one mask per data point instead (as Keras
+    and PyTorch dropout layers do), an unbiased estimator of the same ELBO with
+    independent terms (:mod:`pyro_dropout.nn.masking`; the weights must enter the model
+    through :mod:`pyro_dropout.nn` layers or functions).
     Minibatches are scaled by :math:`N/|B|` through ``pyro.plate(..., subsample_size=)``
     or ``poutine.scale``. ``loss`` returns :math:`-\mathcal{L}`.
 
@@ -55,6 +59,7 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
         vectorize_particles: bool = True,
         max_plate_nesting: float = float("inf"),
         check_finite: bool = True,
+        per_example_masks: bool = False,
         **kwargs: Any,
     ) -> None:
         if not (isinstance(num_particles, int) and num_particles >= 1):
@@ -66,6 +71,7 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
             **kwargs,
         )
         self.check_finite = check_finite
+        self.per_example_masks = bool(per_example_masks)
 
     def _penalised_log_likelihood(
         self, model: Callable, guide: Callable, args: tuple, kwargs: dict

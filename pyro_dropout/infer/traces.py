@@ -17,6 +17,7 @@ from torch.distributions import kl_divergence
 
 from ..distributions import MaskedWeight
 from ..guides import base_prior
+from ..nn import masking
 
 __all__ = [
     "PARTICLE_PLATE",
@@ -82,14 +83,21 @@ def importance_trace(
     kwargs: dict,
     max_plate_nesting: float,
     check_finite: bool = True,
+    per_example: bool = False,
 ) -> tuple[Trace, Trace]:
     """Run the guide, replay the model against it, and score only the likelihood sites.
 
     Unlike Pyro's ``get_importance_trace`` this computes no guide log-densities and no
     prior log-densities of latent sites: those enter through :func:`latent_penalty`.
+    With ``per_example=True`` every masked weight (a dropout site over input units) is
+    replayed as its mean and masked per example where the model uses it
+    (:mod:`pyro_dropout.nn.masking`).
     """
     guide_trace = poutine.trace(guide).get_trace(*args, **kwargs)
-    model_trace = poutine.trace(poutine.replay(model, trace=guide_trace)).get_trace(*args, **kwargs)
+    if per_example:
+        model_trace = _replay_per_example(model, guide_trace, args, kwargs)
+    else:
+        model_trace = poutine.trace(poutine.replay(model, trace=guide_trace)).get_trace(*args, **kwargs)
     if is_validation_enabled():
         check_model_guide_match(model_trace, guide_trace, max_plate_nesting)
     guide_trace = prune_subsample_sites(guide_trace)
@@ -102,6 +110,33 @@ def importance_trace(
     for name, site in likelihood_sites(model_trace):
         _check_likelihood_site(name, site, max_plate_nesting)
     return model_trace, guide_trace
+
+
+def _replay_per_example(model: Callable, guide_trace: Trace, args: tuple, kwargs: dict) -> Trace:
+    """Replay the model with every masked weight at its mean, masked per example where used."""
+    weights: dict[str, tuple[MaskedWeight, torch.Tensor]] = {}
+    for name, site in guide_trace.nodes.items():
+        q = site.get("fn")
+        if (
+            site["type"] == "sample"
+            and isinstance(q, MaskedWeight)
+            and q.event_dim >= 2
+            and not q.is_point_mass
+        ):
+            mean = q.loc.expand(cast(torch.Tensor, site["value"]).shape)
+            site["value"] = mean
+            weights[name] = (q, mean)
+    with masking.per_example_masks(weights) as registry:
+        model_trace = poutine.trace(poutine.replay(model, trace=guide_trace)).get_trace(*args, **kwargs)
+    unused = sorted(m.name for m in registry.values() if m.uses == 0)
+    if unused:
+        raise ValueError(
+            f"per-example masks: the weight site(s) {unused} did not enter the model through "
+            "pyro_dropout.nn.functional.linear or conv2d (or pyro_dropout.nn.Linear / Conv2d), "
+            "so their inputs cannot be masked per example; use those layers, or one mask per "
+            "draw (per_example_masks=False)"
+        )
+    return model_trace
 
 
 def _summed(term: Any, site: Site) -> torch.Tensor:
@@ -166,6 +201,7 @@ class DropoutTraceMixin:
     num_particles: int
     vectorize_particles: bool
     check_finite: bool
+    per_example_masks: bool = False
     retain_graph: bool | None
 
     def differentiable_loss(
@@ -190,7 +226,9 @@ class DropoutTraceMixin:
         return value
 
     def _get_trace(self, model: Callable, guide: Callable, args: tuple, kwargs: dict) -> tuple[Trace, Trace]:
-        return importance_trace(model, guide, args, kwargs, self.max_plate_nesting, self.check_finite)
+        return importance_trace(
+            model, guide, args, kwargs, self.max_plate_nesting, self.check_finite, self.per_example_masks
+        )
 
     def _guess_max_plate_nesting(self, model: Callable, guide: Callable, args: tuple, kwargs: dict) -> None:
         with poutine.block():

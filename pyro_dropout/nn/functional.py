@@ -22,6 +22,8 @@ import torch
 import torch.nn.functional as F
 from pyro.poutine.runtime import get_plates
 
+from .masking import input_mask_for
+
 __all__ = ["conv2d", "linear", "strip_plate_slots"]
 
 
@@ -59,7 +61,8 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     :returns: ``[*S, ..., N, out]`` with the plate slots removed.
 
     Batched weights run as one ``baddbmm`` over all draws, the bias fused in; unbatched
-    ones as ``F.linear``.
+    ones as ``F.linear``. Under per-example masks (:mod:`pyro_dropout.nn.masking`) the
+    input rows are masked, one mask per example, and multiplied by the weight's mean.
     """
     if weight.dim() < 2:
         raise ValueError(f"linear: weight must be at least 2-d [out, in], got shape {tuple(weight.shape)}")
@@ -68,6 +71,9 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
             f"linear: input has {x.shape[-1]} features (shape {tuple(x.shape)}) but the weight of "
             f"shape {tuple(weight.shape)} expects {weight.shape[-1]}"
         )
+    pending = input_mask_for(weight)
+    if pending is not None:
+        x = pending.mask_input(x, strip_plate_slots)
     weight = strip_plate_slots(weight, 2)
     b = None if bias is None else strip_plate_slots(bias, 1)
     if b is not None and b.shape[-1] != weight.shape[-2]:
@@ -104,7 +110,8 @@ def conv2d(
     :param bias: ``[*S, out]``, optional.
     :returns: ``[*S, N, out, H', W']`` (batch dims of ``x`` and ``weight`` broadcast).
 
-    All draws run as one grouped convolution.
+    All draws run as one grouped convolution. Under per-example masks
+    (:mod:`pyro_dropout.nn.masking`) the input channels of each image are masked.
     """
     if x.dim() < 4 or weight.dim() < 4:
         raise ValueError(
@@ -116,6 +123,11 @@ def conv2d(
             f"conv2d: input has {x.shape[-3]} channels (shape {tuple(x.shape)}) but the weight of "
             f"shape {tuple(weight.shape)} with groups={groups} expects {weight.shape[-3] * groups}"
         )
+    pending = input_mask_for(weight)
+    if pending is not None:
+        if groups != 1:
+            raise ValueError(f"site '{pending.name}': per-example masks support conv2d with groups=1 only")
+        x = pending.mask_input(x, strip_plate_slots)
     weight = strip_plate_slots(weight, 4)
     b = None if bias is None else strip_plate_slots(bias, 1)
     batch = _batch_shape("conv2d", x.shape[:-4], weight.shape[:-4], *(() if b is None else (b.shape[:-1],)))

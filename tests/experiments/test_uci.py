@@ -65,6 +65,30 @@ def test_mc_dropout_protocol_grid_retrain_and_resume(tiny, monkeypatch):
     seen.clear()
     run_uci(data, "mc-dropout", [0, 1, 2], out, TINY, log=lambda m: None)
     assert [r[0] for r in seen[1][1]] == [1]
+    # a kept split must come from the same command-line settings: another seed is an error
+    with pytest.raises(ValueError, match=r"split00\.json was made with seed=0 but this run has seed=1"):
+        run_uci(data, "mc-dropout", [0], out, replace(TINY, seed=1), log=lambda m: None)
+
+
+@pytest.mark.parametrize("method", ["mc-dropout", "bbalpha-1", "concrete"])
+def test_per_example_masks_reach_the_loss_and_are_recorded(tiny, method, monkeypatch):
+    data = load_uci("tiny", tiny)
+    losses = []
+    original = uci_methods._build
+
+    def spy(*args):
+        built = original(*args)
+        losses.append(built[2])
+        return built
+
+    monkeypatch.setattr(uci_methods, "_build", spy)
+    settings = replace(TINY, per_example_masks=True)
+    (result,) = run_uci(data, method, [0], tiny / "pe", settings, log=lambda m: None)
+    assert losses and all(loss.per_example_masks for loss in losses)
+    assert result["settings"]["per_example_masks"] is True and math.isfinite(result["test_ll"])
+    # the folder now holds per-example results: a per-draw run there is refused
+    with pytest.raises(ValueError, match="per_example_masks=True but this run has per_example_masks=False"):
+        run_uci(data, method, [0], tiny / "pe", TINY, log=lambda m: None)
 
 
 @pytest.mark.parametrize("method", ["concrete", "bbalpha-0.5", "mfvi", "ensemble", "sgp", "hmc"])
@@ -159,6 +183,8 @@ def test_table_and_cli(tiny, capsys):
                 str(out),
                 "--epochs-multiplier",
                 "1",
+                "--masks",
+                "example",
                 "--quiet",
             ]
         )
@@ -166,6 +192,7 @@ def test_table_and_cli(tiny, capsys):
     )
     rows = collect(out)
     assert {r["split"] for r in rows} == {0, 1}
+    assert all(r["settings"]["per_example_masks"] for r in rows)
     table = markdown_table(rows)
     assert "| tiny |" in table and "ensemble" in table and "2018 grid-search re-run" in table
     assert "| tiny | 2 · " in table  # the splits-and-wall-time row counts the two splits

@@ -2,6 +2,7 @@
 
 import pyro
 import pyro.distributions as dist
+import pytest
 import torch
 from pyro.infer import SVI
 
@@ -37,7 +38,9 @@ def expected_weight(x, y):
     return torch.linalg.solve(a, TAU * x.T @ y)
 
 
-def test_svi_lands_on_the_closed_form_expected_weight():
+@pytest.mark.parametrize("per_example_masks", [False, True])
+def test_svi_lands_on_the_closed_form_expected_weight(per_example_masks):
+    """Both estimators (a mask per draw, a mask per data point) have the same optimum."""
     x, y, model = _problem()
     w_star = expected_weight(x, y)
     # the answer is far from ordinary least squares, so the test tells the two apart
@@ -47,7 +50,7 @@ def test_svi_lands_on_the_closed_form_expected_weight():
     steps = 1500
     guide = DropoutGuide(model, dropout=P)
     optim = pyro.optim.ClippedAdam({"lr": 0.05, "lrd": 0.01 ** (1 / steps)})
-    svi = SVI(model, guide, optim, DropoutELBO(num_particles=64))
+    svi = SVI(model, guide, optim, DropoutELBO(num_particles=64, per_example_masks=per_example_masks))
     average, count = torch.zeros(D, dtype=torch.float64), 0
     for step in range(steps):
         svi.step(x, y)
