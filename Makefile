@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/predictive.py
 	$(BIN)/python benchmarks/vectorised_runs.py
 	$(BIN)/python benchmarks/allocator.py
+	$(BIN)/python benchmarks/per_example_masks.py
 
 # The UCI benchmark (hours on a 2-core CPU): every METHOD on every DATASET, resumable.
 UCI_DATASETS ?= bostonHousing concrete wine-quality-red kin8nm power-plant naval-propulsion-plant protein-tertiary-structure
