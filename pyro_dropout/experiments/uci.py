@@ -19,11 +19,13 @@ from typing import Any, cast
 
 from ..datasets import UCIDataset
 from .uci_methods import Settings, Spec, run_baseline_split, train_and_score
+from .uci_table import label
 
 __all__ = ["METHODS", "Settings", "Spec", "run_uci"]
 
 METHODS = ("mc-dropout", "concrete", "bbalpha-0.5", "bbalpha-1", "mfvi", "ensemble", "sgp", "hmc")
 GRID_METHODS = ("mc-dropout", "bbalpha-0.5", "bbalpha-1", "mfvi", "ensemble", "concrete")
+MASKED_METHODS = ("mc-dropout", "concrete", "bbalpha-0.5", "bbalpha-1")  # trained with dropout masks
 ENSEMBLE_SIZE = 5
 
 
@@ -92,11 +94,17 @@ def run_uci(
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
     s = settings or Settings()
+    if s.per_example_masks and method not in MASKED_METHODS:
+        raise ValueError(
+            f"per-example masks apply to the dropout methods ({', '.join(MASKED_METHODS)}); "
+            f"{method} trains no dropout masks"
+        )
     splits = list(range(data.n_splits)) if splits is None else list(splits)
     bad = [i for i in splits if not 0 <= i < data.n_splits]
     if bad:
         raise ValueError(f"{data.name} has splits 0-{data.n_splits - 1}; got {bad}")
-    paths = {i: (out / f"{data.name}_{method}_split{i:02d}.json") if out else None for i in splits}
+    name = label(method, s.per_example_masks)
+    paths = {i: (out / f"{data.name}_{name}_split{i:02d}.json") if out else None for i in splits}
     kept = {i: json.loads(p.read_text()) for i, p in paths.items() if p is not None and p.is_file()}
     for i, result in kept.items():
         _check_kept(cast(Path, paths[i]), result, s)

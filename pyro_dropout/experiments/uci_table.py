@@ -8,7 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PUBLISHED", "SOURCES", "collect", "markdown_table", "summarise"]
+__all__ = ["PUBLISHED", "SOURCES", "collect", "label", "markdown_table", "summarise"]
 
 # (RMSE, its standard error, test log-likelihood, its standard error)
 PUBLISHED: dict[str, dict[str, tuple[float, float, float, float]]] = {
@@ -57,7 +57,30 @@ SOURCES = {
     "pub. MC dropout 2018": "MC dropout, 2018 grid-search re-run with 10x epochs (the protocol run here)",
 }
 REFERENCE = "pub. MC dropout 2018"
-ORDER = ("mc-dropout", "concrete", "bbalpha-0.5", "bbalpha-1", "mfvi", "ensemble", "sgp", "hmc")
+ORDER = (
+    "mc-dropout",
+    "mc-dropout-per-example",
+    "concrete",
+    "concrete-per-example",
+    "bbalpha-0.5",
+    "bbalpha-0.5-per-example",
+    "bbalpha-1",
+    "bbalpha-1-per-example",
+    "mfvi",
+    "ensemble",
+    "sgp",
+    "hmc",
+)
+PER_EXAMPLE = "-per-example"  # the label suffix of runs trained with one mask per example
+
+
+def label(method: str, per_example_masks: bool) -> str:
+    """The name a method's results go by: ``mc-dropout``, or ``mc-dropout-per-example``."""
+    return method + PER_EXAMPLE if per_example_masks else method
+
+
+def _label_of(row: dict[str, Any]) -> str:
+    return label(row["method"], bool(row.get("settings", {}).get("per_example_masks", False)))
 
 
 def collect(results: Path) -> list[dict[str, Any]]:
@@ -90,10 +113,11 @@ def _mean_se(values: list[float]) -> tuple[float, float]:
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
-    """``(dataset, method) -> {rmse: (mean, se), test_ll: ..., splits, seconds}``."""
+    """``(dataset, label) -> {rmse: (mean, se), test_ll: ..., splits, seconds}``; the label is
+    the method, with ``-per-example`` appended for runs trained with one mask per example."""
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for row in rows:
-        groups[(row["dataset"], row["method"])].append(row)
+        groups[(row["dataset"], _label_of(row))].append(row)
     out = {}
     for key, group in groups.items():
         std = [r["rmse_standard"] for r in group if r.get("rmse_standard") is not None]
@@ -165,14 +189,16 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         "|---|---|---|---|---|---|",
     ]
     for d in datasets:
-        if (d, "mc-dropout") not in summary:
-            continue
-        s = summary[(d, "mc-dropout")]
-        verdict = _verdict(s, PUBLISHED[REFERENCE][d]) if d in PUBLISHED[REFERENCE] else "—"
-        lines.append(
-            f"| {d} | {_cell(s['rmse'], _digits(d))} | {_cell(s['rmse_standard'], _digits(d))} | "
-            f"{s['splits']} | {s['protocol_seconds'] / 60:.1f} min | {verdict} |"
-        )
+        for m in ("mc-dropout", label("mc-dropout", True)):
+            if (d, m) not in summary:
+                continue
+            s = summary[(d, m)]
+            verdict = _verdict(s, PUBLISHED[REFERENCE][d]) if d in PUBLISHED[REFERENCE] else "—"
+            name = d if m == "mc-dropout" else f"{d} (mask per example)"
+            lines.append(
+                f"| {name} | {_cell(s['rmse'], _digits(d))} | {_cell(s['rmse_standard'], _digits(d))} | "
+                f"{s['splits']} | {s['protocol_seconds'] / 60:.1f} min | {verdict} |"
+            )
     lines += [
         "",
         "### Splits run and wall time of the whole protocol (grid search included)",

@@ -11,7 +11,9 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("script", ["svi_step", "predictive", "vectorised_runs", "allocator", "per_example_masks"])
+@pytest.mark.parametrize(
+    "script", ["svi_step", "predictive", "vectorised_runs", "allocator", "per_example_masks"]
+)
 def test_benchmark_runs(script):
     out = subprocess.run(
         [sys.executable, str(BENCH / f"{script}.py"), "--quick", "--device", "cpu"],

@@ -86,9 +86,18 @@ def test_per_example_masks_reach_the_loss_and_are_recorded(tiny, method, monkeyp
     (result,) = run_uci(data, method, [0], tiny / "pe", settings, log=lambda m: None)
     assert losses and all(loss.per_example_masks for loss in losses)
     assert result["settings"]["per_example_masks"] is True and math.isfinite(result["test_ll"])
-    # the folder now holds per-example results: a per-draw run there is refused
-    with pytest.raises(ValueError, match="per_example_masks=True but this run has per_example_masks=False"):
-        run_uci(data, method, [0], tiny / "pe", TINY, log=lambda m: None)
+    # the two estimators keep separate files in one folder, and the table labels them apart
+    run_uci(data, method, [0], tiny / "pe", TINY, log=lambda m: None)
+    names = sorted(p.name for p in (tiny / "pe").iterdir())
+    assert names == [f"tiny_{method}-per-example_split00.json", f"tiny_{method}_split00.json"]
+    table = markdown_table(collect(tiny / "pe"))
+    assert f"| data set | {method} | {method}-per-example |" in table
+
+
+def test_per_example_masks_are_refused_for_methods_without_masks(tiny):
+    data = load_uci("tiny", tiny)
+    with pytest.raises(ValueError, match="mfvi trains no dropout masks"):
+        run_uci(data, "mfvi", [0], None, replace(TINY, per_example_masks=True), log=lambda m: None)
 
 
 @pytest.mark.parametrize("method", ["concrete", "bbalpha-0.5", "mfvi", "ensemble", "sgp", "hmc"])
@@ -183,8 +192,6 @@ def test_table_and_cli(tiny, capsys):
                 str(out),
                 "--epochs-multiplier",
                 "1",
-                "--masks",
-                "example",
                 "--quiet",
             ]
         )
@@ -192,7 +199,16 @@ def test_table_and_cli(tiny, capsys):
     )
     rows = collect(out)
     assert {r["split"] for r in rows} == {0, 1}
-    assert all(r["settings"]["per_example_masks"] for r in rows)
+    common = ["--dataset", "tiny", "--splits", "0", "--data-dir", str(tiny), "--out", str(tiny / "pe")]
+    assert (
+        main(["uci", *common, "--method", "mc-dropout", "--masks", "example", "--epochs-multiplier", "1"])
+        == 0
+    )
+    assert json.loads((tiny / "pe" / "tiny_mc-dropout-per-example_split00.json").read_text())["settings"][
+        "per_example_masks"
+    ]
+    assert main(["uci", *common, "--method", "sgp", "--masks", "example"]) == 2
+    assert "sgp trains no dropout masks" in capsys.readouterr().err
     table = markdown_table(rows)
     assert "| tiny |" in table and "ensemble" in table and "2018 grid-search re-run" in table
     assert "| tiny | 2 · " in table  # the splits-and-wall-time row counts the two splits
