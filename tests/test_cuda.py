@@ -12,7 +12,15 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 
 
 @pytest.mark.parametrize("concrete", [False, True])
-@pytest.mark.parametrize("loss", [DropoutELBO(num_particles=2), BBAlpha(0.5, num_particles=4)])
+@pytest.mark.parametrize(
+    "loss",
+    [
+        DropoutELBO(num_particles=2),
+        BBAlpha(0.5, num_particles=4),
+        DropoutELBO(num_particles=2, per_example_masks=True),
+        BBAlpha(0.5, num_particles=4, per_example_masks=True),
+    ],
+)
 def test_training_and_prediction_stay_on_the_gpu(concrete, loss):
     device = torch.device("cuda")
     x, y = torch.randn(32, 3, device=device), torch.randn(32, device=device)
