@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -59,3 +60,25 @@ def pick_device(arg: str) -> torch.device:
     if arg == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(arg)
+
+
+def runs_benchmark_setup(
+    doc: str | None, name: str, batch: int, features: int, default_runs: int = 240
+) -> tuple[argparse.Namespace, torch.device, int, tuple[torch.Tensor, torch.Tensor]]:
+    """Command line (``--device``, ``--runs``, ``--quick``) and random data of the many-runs benchmarks.
+
+    Returns the arguments, the device, the number of runs (24 with ``--quick``) and one
+    minibatch ``x [R, batch, features]``, ``y [R, batch]`` per run.
+    """
+    parser = argparse.ArgumentParser(description=doc)
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--runs", type=int, default=default_runs)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    device = pick_device(args.device)
+    runs = 24 if args.quick else args.runs
+    print(f"{name} benchmark on {device}: R = {runs}")
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(runs, batch, features, generator=g).to(device)
+    y = torch.randn(runs, batch, generator=g).to(device)
+    return args, device, runs, (x, y)

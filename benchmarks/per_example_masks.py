@@ -16,8 +16,6 @@ Two estimators of the same ELBO (``DropoutELBO(per_example_masks=False|True)``):
 
 from __future__ import annotations
 
-import argparse
-import math
 import sys
 from pathlib import Path
 
@@ -25,48 +23,11 @@ import pyro
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import best_time, machine, pick_device, write
+from common import best_time, machine, runs_benchmark_setup, write
+from vectorised_runs import N_TRAIN, B, D, H, RawRuns, vectorised
 
 from pyro_dropout import DropoutELBO, DropoutGuide
-from pyro_dropout.infer import CompiledSVI
 from pyro_dropout.nn import MLP
-
-D, H, B, N_TRAIN, LR = 13, 50, 128, 364, 1e-3
-
-
-def library(runs: int, device: torch.device, per_example: bool) -> CompiledSVI:
-    pyro.clear_param_store()
-    p = torch.linspace(0.005, 0.1, runs, device=device).reshape(runs, 1)
-    tau = torch.linspace(0.1, 0.2, runs, device=device)
-    model = MLP(D, hidden=(H,), tau=tau, runs=runs, length_scale=1e-2).to(device)
-    guide = DropoutGuide(model, dropout=p)
-    return CompiledSVI(model, guide, pyro.optim.Adam({"lr": LR}), DropoutELBO(per_example_masks=per_example))
-
-
-class RawPerExample:
-    """Raw PyTorch dropout training of ``runs`` networks, one mask per example, batched."""
-
-    def __init__(self, runs: int, device: torch.device):
-        g = torch.Generator().manual_seed(0)
-        self.w1 = ((torch.rand(runs, H, D, generator=g) * 2 - 1) / math.sqrt(D)).to(device).requires_grad_()
-        self.b1 = torch.zeros(runs, 1, H, device=device, requires_grad=True)
-        self.w2 = ((torch.rand(runs, 1, H, generator=g) * 2 - 1) / math.sqrt(H)).to(device).requires_grad_()
-        self.b2 = torch.zeros(runs, 1, 1, device=device, requires_grad=True)
-        self.p = torch.full((runs, 1, 1), 0.05, device=device)
-        self.opt = torch.optim.Adam([self.w1, self.b1, self.w2, self.b2], lr=LR)
-        self.runs, self.device = runs, device
-
-    def step(self, x: torch.Tensor, y: torch.Tensor) -> float:
-        keep1 = (torch.rand(self.runs, B, D, device=self.device) > self.p).float() / (1 - self.p)
-        keep2 = (torch.rand(self.runs, B, H, device=self.device) > self.p).float() / (1 - self.p)
-        h = torch.relu(torch.baddbmm(self.b1, x * keep1, self.w1.transpose(-1, -2)))
-        out = torch.baddbmm(self.b2, h * keep2, self.w2.transpose(-1, -2)).squeeze(-1)
-        loss = 0.5 * 0.15 * (y - out).pow(2).sum() * (N_TRAIN / B)
-        loss = loss + 1e-4 * (self.w1.pow(2).sum() + self.w2.pow(2).sum()) / (2 * 0.95)
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        self.opt.step()
-        return float(loss.detach())
 
 
 def gradient_noise(p: float, draws: int, device: torch.device) -> dict[str, float]:
@@ -108,18 +69,9 @@ def gradient_noise(p: float, draws: int, device: torch.device) -> dict[str, floa
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--runs", type=int, default=240)
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
-    device = pick_device(args.device)
-    runs = 24 if args.quick else args.runs
+    args, device, runs, (xr, yr) = runs_benchmark_setup(__doc__, "per_example_masks", B, D)
     steps, draws = (5, 50) if args.quick else (50, 400)
-    print(f"per_example_masks benchmark on {device}: R = {runs}")
-    g = torch.Generator().manual_seed(1)
-    xr, yr = torch.randn(runs, B, D, generator=g).to(device), torch.randn(runs, B, generator=g).to(device)
-    svis = {pe: library(runs, device, pe) for pe in (False, True)}
+    svis = {pe: vectorised(runs, device, pe) for pe in (False, True)}
     times: dict[bool, list[float]] = {False: [], True: []}
     for _ in range(3):  # alternate, so that a change in machine load hits both
         for pe, svi in svis.items():
@@ -129,7 +81,7 @@ def main() -> None:
                 )
                 / steps
             )
-    raw = RawPerExample(runs, device)
+    raw = RawRuns(runs, device, per_example=True)
     raw_ms = 1e3 * best_time(lambda: [raw.step(xr, yr) for _ in range(steps)], device, 3, 1) / steps
     per_draw, per_example = 1e3 * min(times[False]), 1e3 * min(times[True])
     row = {

@@ -17,7 +17,6 @@ the separate runs' losses.
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from pathlib import Path
@@ -26,7 +25,7 @@ import pyro
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import best_time, machine, pick_device, write
+from common import best_time, machine, runs_benchmark_setup, write
 
 from pyro_dropout import DropoutELBO, DropoutGuide
 from pyro_dropout.infer import CompiledSVI
@@ -35,13 +34,13 @@ from pyro_dropout.nn import MLP
 D, H, B, N_TRAIN, LR = 13, 50, 128, 364, 1e-3
 
 
-def vectorised(runs: int, device: torch.device):
+def vectorised(runs: int, device: torch.device, per_example: bool = False):
     pyro.clear_param_store()
     p = torch.linspace(0.005, 0.1, runs, device=device).reshape(runs, 1)
     tau = torch.linspace(0.1, 0.2, runs, device=device)
     model = MLP(D, hidden=(H,), tau=tau, runs=runs, length_scale=1e-2).to(device)
-    guide = DropoutGuide(model, dropout=lambda name, site: p)
-    return CompiledSVI(model, guide, pyro.optim.Adam({"lr": LR}), DropoutELBO())
+    guide = DropoutGuide(model, dropout=p)
+    return CompiledSVI(model, guide, pyro.optim.Adam({"lr": LR}), DropoutELBO(per_example_masks=per_example))
 
 
 def single(device: torch.device, p: float = 0.05):
@@ -52,9 +51,13 @@ def single(device: torch.device, p: float = 0.05):
 
 
 class RawRuns:
-    """Raw PyTorch dropout training of ``runs`` networks batched in one set of tensors."""
+    """Raw PyTorch dropout training of ``runs`` networks batched in one set of tensors.
 
-    def __init__(self, runs: int, device: torch.device):
+    One mask per run and step, shared by the minibatch (as the library's default), or one
+    per example (``per_example=True``).
+    """
+
+    def __init__(self, runs: int, device: torch.device, per_example: bool = False):
         g = torch.Generator().manual_seed(0)
         self.w1 = ((torch.rand(runs, H, D, generator=g) * 2 - 1) / math.sqrt(D)).to(device).requires_grad_()
         self.b1 = torch.zeros(runs, 1, H, device=device, requires_grad=True)
@@ -64,10 +67,11 @@ class RawRuns:
         params = [self.w1, self.b1, self.w2, self.b2]
         self.opt = torch.optim.Adam(params, lr=LR, foreach=runs * H * D > 100_000)
         self.runs, self.device = runs, device
+        self.rows = B if per_example else 1
 
     def step(self, x: torch.Tensor, y: torch.Tensor) -> float:
-        keep1 = (torch.rand(self.runs, 1, D, device=self.device) > self.p).float() / (1 - self.p)
-        keep2 = (torch.rand(self.runs, 1, H, device=self.device) > self.p).float() / (1 - self.p)
+        keep1 = (torch.rand(self.runs, self.rows, D, device=self.device) > self.p).float() / (1 - self.p)
+        keep2 = (torch.rand(self.runs, self.rows, H, device=self.device) > self.p).float() / (1 - self.p)
         h = torch.relu(torch.baddbmm(self.b1, x * keep1, self.w1.transpose(-1, -2)))
         out = torch.baddbmm(self.b2, h * keep2, self.w2.transpose(-1, -2)).squeeze(-1)
         fit = 0.5 * 0.15 * (y - out).pow(2).sum() * (N_TRAIN / B)
@@ -106,17 +110,9 @@ def check(device: torch.device) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--runs", type=int, default=240)
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
-    device = pick_device(args.device)
-    runs = 24 if args.quick else args.runs
+    args, device, runs, data = runs_benchmark_setup(__doc__, "vectorised_runs", B, D)
+    xr, yr = data
     steps, sample_runs = (5, 2) if args.quick else (50, 4)
-    print(f"vectorised_runs benchmark on {device}: R = {runs}")
-    g = torch.Generator().manual_seed(1)
-    xr, yr = torch.randn(runs, B, D, generator=g).to(device), torch.randn(runs, B, generator=g).to(device)
 
     svi = vectorised(runs, device)
     vec = best_time(lambda: [svi.step(xr, yr, num_data=N_TRAIN) for _ in range(steps)], device, 3, 2) / steps
