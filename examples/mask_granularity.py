@@ -1,14 +1,16 @@
 """Does drawing one dropout mask per minibatch, rather than one per example, change the UCI result?
 
-The library draws one mask per minibatch and particle during training (one function draw, see
-docs/maths.md); the published Keras code draws one per example. Both give unbiased estimates of
+The library draws one mask per minibatch and particle during training by default (one function
+draw, see docs/maths.md), or one per example with ``DropoutELBO(per_example_masks=True)``; the
+published Keras code draws one per example. Both give unbiased estimates of
 the same objective; they differ in gradient noise. This script trains the UCI network of the
 protocol (one hidden ReLU layer, dropout before each weight layer, MSE + the weight decay
 l^2 (1 - p) / (2 N tau), Adam, batch 128) on one split in plain PyTorch, both ways, from the same
 initial weights and minibatch order, and scores each on the test rows with T function draws
 (paper 000, eq. 13, tau on the original y scale). With ``--library-runs R`` it also trains R
 copies of the library's own model of the protocol on the split, to show the spread that the
-seed alone gives (``--library-only`` skips the plain-PyTorch runs).
+seed alone gives (``--library-only`` skips the plain-PyTorch runs; ``--library-masks example``
+trains them with one mask per example).
 
     python examples/mask_granularity.py --dataset power-plant --split 0 --p 0.005 --tau 0.1
     python examples/mask_granularity.py --dataset kin8nm --split 0 --p 0.005 --tau 200 --library-runs 4
@@ -108,6 +110,12 @@ def main(argv: list[str] | None = None) -> dict[str, dict]:
     parser.add_argument(
         "--library-only", action="store_true", help="skip the two plain-PyTorch runs (with --library-runs)"
     )
+    parser.add_argument(
+        "--library-masks",
+        choices=("draw", "example"),
+        default="draw",
+        help="the library runs' training masks: one per function draw (default) or one per example",
+    )
     args = parser.parse_args(argv)
     if args.library_only and not args.library_runs:
         parser.error("--library-only needs --library-runs R")
@@ -153,11 +161,16 @@ def library_runs(
 
     runs = range(args.library_runs)
     specs = [uci_methods.Spec(args.split, train, test, p=args.p, tau=args.tau, epochs=epochs) for _ in runs]
-    settings = uci_methods.Settings(progress=False, seed=args.seed)
+    settings = uci_methods.Settings(
+        progress=False, seed=args.seed, per_example_masks=args.library_masks == "example"
+    )
     start = time.perf_counter()
     scores = uci_methods.train_and_score(data, "mc-dropout", specs, settings, args.num_samples, "")
     for r in scores:
-        print(f"{data.name} split {args.split}, library: RMSE {r['rmse']:.3f}, test LL {r['test_ll']:.3f}")
+        print(
+            f"{data.name} split {args.split}, library (mask per {args.library_masks}): "
+            f"RMSE {r['rmse']:.3f}, test LL {r['test_ll']:.3f}"
+        )
     return {
         "rmse": [r["rmse"] for r in scores],
         "test_ll": [r["test_ll"] for r in scores],

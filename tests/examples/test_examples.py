@@ -45,6 +45,11 @@ def test_mask_granularity(tmp_path):
     assert out["library"]["rmse"][0] != out["library"]["rmse"][1]
     alone = _load("mask_granularity").main([*args, "--library-runs", "2", "--library-only"])
     assert set(alone) == {"library"} and alone["library"]["rmse"] == out["library"]["rmse"]
+    # the library with one mask per example learns it too, from other random draws
+    example = _load("mask_granularity").main(
+        [*args, "--library-runs", "2", "--library-only", "--library-masks", "example"]
+    )
+    assert max(example["library"]["rmse"]) < 1.5 and example["library"]["rmse"] != out["library"]["rmse"]
 
 
 def test_mask_granularity_masks():
