@@ -45,9 +45,12 @@ bench: $(STAMP)
 UCI_DATASETS ?= bostonHousing concrete wine-quality-red kin8nm power-plant naval-propulsion-plant protein-tertiary-structure
 UCI_METHODS ?= mc-dropout concrete mfvi ensemble sgp bbalpha-0.5 bbalpha-1
 UCI_OUT ?= results/uci
+# training masks of the dropout methods: draw (one per function draw) or example (one per data
+# point; give UCI_METHODS="mc-dropout concrete bbalpha-0.5 bbalpha-1" with it)
+UCI_MASKS ?= draw
 uci: $(STAMP)
 	for m in $(UCI_METHODS); do for d in $(UCI_DATASETS); do \
-		$(BIN)/pyro-dropout uci --dataset $$d --method $$m --out $(UCI_OUT) --quiet || exit 1; done; done
+		$(BIN)/pyro-dropout uci --dataset $$d --method $$m --masks $(UCI_MASKS) --out $(UCI_OUT) --quiet || exit 1; done; done
 
 uci-table: $(STAMP)
 	$(BIN)/pyro-dropout uci-table $(UCI_OUT) --plot $(UCI_OUT)/uci_test_ll.png
