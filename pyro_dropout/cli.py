@@ -110,10 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
     uci.add_argument("--seed", type=int, default=0)
     uci.add_argument(
         "--masks",
-        choices=("draw", "example"),
-        default="draw",
-        help="dropout masks while training: one per function draw, shared by the minibatch "
-        "(default), or one per example (DropoutELBO/BBAlpha per_example_masks=True)",
+        choices=("example", "draw"),
+        default="example",
+        help="the dropout methods' training masks: one per example, as the published code "
+        "(default), or one per function draw, shared by the minibatch (results labelled "
+        "METHOD-per-draw)",
     )
     uci.add_argument("--device", default="cpu", help="cpu or cuda")
     uci.add_argument("--quiet", action="store_true", help="no progress bars")

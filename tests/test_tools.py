@@ -1,5 +1,8 @@
 """tools/uci_final_stage.py: a stored UCI result reproduces from its file, and another seed moves it."""
 
+import json
+from dataclasses import replace
+
 import pytest
 
 from pyro_dropout.datasets import load_uci
@@ -24,6 +27,22 @@ def test_final_stage_reproduces_the_stored_result(tmp_path):
     assert len(lines) == 2 and lines[0].startswith("epoch 1, RMSE")  # 2 epochs: n_epochs.txt x 1
     other = tool.main([*args, "--seed", "1"])
     assert all(r["now"]["test_ll"] != r["stored"]["test_ll"] for r in other)
+
+
+def test_final_stage_of_a_per_draw_result_made_before_the_setting(tmp_path):
+    """A file without ``per_example_masks`` was trained with one mask per draw, and re-runs so."""
+    root = write_tiny_uci(tmp_path)
+    out = tmp_path / "results"
+    run_uci(load_uci("tiny", root), "mc-dropout", [0], out, replace(TINY, per_example_masks=False), log=print)
+    path = out / "tiny_mc-dropout-per-draw_split00.json"
+    stored = json.loads(path.read_text())
+    del stored["settings"]["per_example_masks"]
+    path.write_text(json.dumps(stored))
+    tool = load_script("tools", "uci_final_stage")
+    (row,) = tool.main(
+        ["tiny", "0", "--method", "mc-dropout-per-draw", "--results", str(out), "--data-dir", str(root)]
+    )
+    assert row["now"] == row["stored"]
 
 
 def test_final_stage_names_what_it_cannot_do(tmp_path):

@@ -26,6 +26,7 @@ import torch
 from pyro_dropout.cli import parse_splits
 from pyro_dropout.datasets import load_uci
 from pyro_dropout.experiments.uci_methods import Settings, Spec, _tensors, train_and_score
+from pyro_dropout.experiments.uci_table import parse_label
 from pyro_dropout.infer import predict_standard
 from pyro_dropout.runtime import tune_cpu_allocator
 
@@ -69,6 +70,8 @@ def final_stage(
     log: Callable[[str], None] = print,
 ) -> list[dict[str, Any]]:
     """Re-run the final stage; one ``{split, now: {rmse, test_ll}, stored: {...}}`` per split."""
+    name = method
+    method, _ = parse_label(name)
     if method not in ONE_RUN_PER_SPLIT:
         raise ValueError(
             f"the final stage of {method!r} is not one network per split; choose from {ONE_RUN_PER_SPLIT}"
@@ -76,12 +79,14 @@ def final_stage(
     data = load_uci(dataset, data_dir)
     stored = []
     for i in splits:
-        path = results / f"{data.name}_{method}_split{i:02d}.json"
+        path = results / f"{data.name}_{name}_split{i:02d}.json"
         if not path.is_file():
             raise FileNotFoundError(f"no result file {path}; run `pyro-dropout uci` for split {i} first")
         stored.append(json.loads(path.read_text()))
     known = {f.name for f in fields(Settings)}
-    settings = Settings(**{k: v for k, v in stored[0]["settings"].items() if k in known})
+    # results made before per_example_masks existed were trained with one mask per draw
+    kept = {k: v for k, v in stored[0]["settings"].items() if k in known}
+    settings = Settings(**{"per_example_masks": False, **kept})
     settings.concrete_tau_prior = tuple(settings.concrete_tau_prior)  # JSON gives lists
     settings.progress = False
     if seed is not None:
@@ -106,7 +111,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dataset")
     parser.add_argument("splits", type=parse_splits, help="e.g. 5-9")
-    parser.add_argument("--method", default="mc-dropout")
+    parser.add_argument("--method", default="mc-dropout", help="a label of the table: mc-dropout-per-draw...")
     parser.add_argument("--results", default="results/uci")
     parser.add_argument("--seed", type=int, default=None, help="default: the stored seed")
     parser.add_argument("--data-dir", default=None)

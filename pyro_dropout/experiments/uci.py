@@ -19,18 +19,18 @@ from typing import Any, cast
 
 from ..datasets import UCIDataset
 from .uci_methods import Settings, Spec, run_baseline_split, train_and_score
-from .uci_table import label
+from .uci_table import MASKED_METHODS, label
 
-__all__ = ["METHODS", "Settings", "Spec", "run_uci"]
+__all__ = ["MASKED_METHODS", "METHODS", "Settings", "Spec", "run_uci"]
 
 METHODS = ("mc-dropout", "concrete", "bbalpha-0.5", "bbalpha-1", "mfvi", "ensemble", "sgp", "hmc")
 GRID_METHODS = ("mc-dropout", "bbalpha-0.5", "bbalpha-1", "mfvi", "ensemble", "concrete")
-MASKED_METHODS = ("mc-dropout", "concrete", "bbalpha-0.5", "bbalpha-1")  # trained with dropout masks
 ENSEMBLE_SIZE = 5
 
 
 # the settings a user sets on the command line: a kept result must have been made with the same ones
-CHECKED_SETTINGS = ("epochs_multiplier", "num_samples", "validation_samples", "seed", "per_example_masks")
+# (the masks need no check: the two kinds of run go by different labels and files)
+CHECKED_SETTINGS = ("epochs_multiplier", "num_samples", "validation_samples", "seed")
 
 
 def _check_kept(path: Path, stored: dict[str, Any], s: Settings) -> None:
@@ -94,11 +94,6 @@ def run_uci(
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
     s = settings or Settings()
-    if s.per_example_masks and method not in MASKED_METHODS:
-        raise ValueError(
-            f"per-example masks apply to the dropout methods ({', '.join(MASKED_METHODS)}); "
-            f"{method} trains no dropout masks"
-        )
     splits = list(range(data.n_splits)) if splits is None else list(splits)
     bad = [i for i in splits if not 0 <= i < data.n_splits]
     if bad:

@@ -48,8 +48,9 @@ class Settings:
     # the ensemble's number of epochs, chosen on the validation rows as fractions of the protocol's
     # epochs: MAP training of mean/variance heads without early stopping overfits the variance
     ensemble_epoch_fractions: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
-    # training masks of the dropout methods: one per function draw (False) or one per example (True)
-    per_example_masks: bool = False
+    # training masks of the dropout methods: one per example (True, as the published Keras code) or
+    # one per function draw, shared by the minibatch (False); see docs/uci.md
+    per_example_masks: bool = True
     seed: int = 0
     device: str = "cpu"
     progress: bool = True

@@ -14,7 +14,7 @@ from pyro_dropout.experiments import uci as uci_module
 from pyro_dropout.experiments import uci_methods
 from pyro_dropout.experiments.uci import run_uci
 from pyro_dropout.experiments.uci_plot import plot_uci
-from pyro_dropout.experiments.uci_table import collect, markdown_table
+from pyro_dropout.experiments.uci_table import collect, label, markdown_table, parse_label, summarise
 from pyro_dropout.experiments.vectorised import Standardiser, draws_per_chunk, score_runs
 from pyro_dropout.metrics import gaussian_log_likelihood
 from tests.uci_data import TINY, write_tiny_uci
@@ -71,7 +71,7 @@ def test_mc_dropout_protocol_grid_retrain_and_resume(tiny, monkeypatch):
 
 
 @pytest.mark.parametrize("method", ["mc-dropout", "bbalpha-1", "concrete"])
-def test_per_example_masks_reach_the_loss_and_are_recorded(tiny, method, monkeypatch):
+def test_masks_per_example_by_default_and_per_draw_on_request(tiny, method, monkeypatch):
     data = load_uci("tiny", tiny)
     losses = []
     original = uci_methods._build
@@ -82,22 +82,28 @@ def test_per_example_masks_reach_the_loss_and_are_recorded(tiny, method, monkeyp
         return built
 
     monkeypatch.setattr(uci_methods, "_build", spy)
-    settings = replace(TINY, per_example_masks=True)
-    (result,) = run_uci(data, method, [0], tiny / "pe", settings, log=lambda m: None)
+    assert TINY.per_example_masks  # the protocol's default, as in the published code
+    (result,) = run_uci(data, method, [0], tiny / "out", TINY, log=lambda m: None)
     assert losses and all(loss.per_example_masks for loss in losses)
     assert result["settings"]["per_example_masks"] is True and math.isfinite(result["test_ll"])
+    losses.clear()
+    run_uci(data, method, [0], tiny / "out", replace(TINY, per_example_masks=False), log=lambda m: None)
+    assert losses and not any(loss.per_example_masks for loss in losses)
     # the two estimators keep separate files in one folder, and the table labels them apart
-    run_uci(data, method, [0], tiny / "pe", TINY, log=lambda m: None)
-    names = sorted(p.name for p in (tiny / "pe").iterdir())
-    assert names == [f"tiny_{method}-per-example_split00.json", f"tiny_{method}_split00.json"]
-    table = markdown_table(collect(tiny / "pe"))
-    assert f"| data set | {method} | {method}-per-example |" in table
+    names = sorted(p.name for p in (tiny / "out").iterdir())
+    assert names == [f"tiny_{method}-per-draw_split00.json", f"tiny_{method}_split00.json"]
+    table = markdown_table(collect(tiny / "out"))
+    assert f"| data set | {method} | {method}-per-draw |" in table
 
 
-def test_per_example_masks_are_refused_for_methods_without_masks(tiny):
-    data = load_uci("tiny", tiny)
-    with pytest.raises(ValueError, match="mfvi trains no dropout masks"):
-        run_uci(data, "mfvi", [0], None, replace(TINY, per_example_masks=True), log=lambda m: None)
+def test_labels_and_results_made_before_the_setting():
+    assert label("mc-dropout", True) == "mc-dropout" and label("mc-dropout", False) == "mc-dropout-per-draw"
+    assert label("sgp", False) == "sgp" and label("mfvi", True) == "mfvi"  # no masks, one name
+    assert parse_label("bbalpha-0.5-per-draw") == ("bbalpha-0.5", False)
+    assert parse_label("bbalpha-0.5") == ("bbalpha-0.5", True)
+    # a result file without the setting was trained with one mask per draw
+    row = {"dataset": "d", "method": "mc-dropout", "rmse": 1.0, "rmse_standard": 1.0, "test_ll": -1.0}
+    assert set(summarise([{**row, "settings": {"seed": 0}}])) == {("d", "mc-dropout-per-draw")}
 
 
 @pytest.mark.parametrize("method", ["concrete", "bbalpha-0.5", "mfvi", "ensemble", "sgp", "hmc"])
@@ -199,16 +205,12 @@ def test_table_and_cli(tiny, capsys):
     )
     rows = collect(out)
     assert {r["split"] for r in rows} == {0, 1}
-    common = ["--dataset", "tiny", "--splits", "0", "--data-dir", str(tiny), "--out", str(tiny / "pe")]
+    common = ["--dataset", "tiny", "--splits", "0", "--data-dir", str(tiny), "--out", str(tiny / "pd")]
     assert (
-        main(["uci", *common, "--method", "mc-dropout", "--masks", "example", "--epochs-multiplier", "1"])
-        == 0
+        main(["uci", *common, "--method", "mc-dropout", "--masks", "draw", "--epochs-multiplier", "1"]) == 0
     )
-    assert json.loads((tiny / "pe" / "tiny_mc-dropout-per-example_split00.json").read_text())["settings"][
-        "per_example_masks"
-    ]
-    assert main(["uci", *common, "--method", "sgp", "--masks", "example"]) == 2
-    assert "sgp trains no dropout masks" in capsys.readouterr().err
+    stored = json.loads((tiny / "pd" / "tiny_mc-dropout-per-draw_split00.json").read_text())
+    assert stored["settings"]["per_example_masks"] is False
     table = markdown_table(rows)
     assert "| tiny |" in table and "ensemble" in table and "2018 grid-search re-run" in table
     assert "| tiny | 2 · " in table  # the splits-and-wall-time row counts the two splits
