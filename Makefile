@@ -45,9 +45,9 @@ bench: $(STAMP)
 UCI_DATASETS ?= bostonHousing concrete wine-quality-red kin8nm power-plant naval-propulsion-plant protein-tertiary-structure
 UCI_METHODS ?= mc-dropout concrete mfvi ensemble sgp bbalpha-0.5 bbalpha-1
 UCI_OUT ?= results/uci
-# training masks of the dropout methods: draw (one per function draw) or example (one per data
-# point; give UCI_METHODS="mc-dropout concrete bbalpha-0.5 bbalpha-1" with it)
-UCI_MASKS ?= draw
+# training masks of the dropout methods: example (one per data point, as the published code) or
+# draw (one per function draw; results labelled METHOD-per-draw); other methods ignore it
+UCI_MASKS ?= example
 uci: $(STAMP)
 	for m in $(UCI_METHODS); do for d in $(UCI_DATASETS); do \
 		$(BIN)/pyro-dropout uci --dataset $$d --method $$m --masks $(UCI_MASKS) --out $(UCI_OUT) --quiet || exit 1; done; done
