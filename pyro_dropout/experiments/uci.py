@@ -15,13 +15,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from ..datasets import UCIDataset
 from .uci_methods import Settings, Spec, run_baseline_split, train_and_score
-from .uci_table import MASKED_METHODS, label
+from .uci_table import label
 
-__all__ = ["MASKED_METHODS", "METHODS", "Settings", "Spec", "run_uci"]
+__all__ = ["METHODS", "Settings", "Spec", "run_uci"]
 
 METHODS = ("mc-dropout", "concrete", "bbalpha-0.5", "bbalpha-1", "mfvi", "ensemble", "sgp", "hmc")
 GRID_METHODS = ("mc-dropout", "bbalpha-0.5", "bbalpha-1", "mfvi", "ensemble", "concrete")
@@ -33,16 +33,17 @@ ENSEMBLE_SIZE = 5
 CHECKED_SETTINGS = ("epochs_multiplier", "num_samples", "validation_samples", "seed")
 
 
-def _check_kept(path: Path, stored: dict[str, Any], s: Settings) -> None:
-    """A finished split is kept only if it ran with this run's command-line settings."""
+def _check_kept(paths: dict[int, Path | None], kept: dict[int, dict[str, Any]], s: Settings) -> None:
+    """Finished splits are kept only if they ran with this run's command-line settings."""
     defaults = asdict(Settings())
-    for key in CHECKED_SETTINGS:
-        was, now = stored.get("settings", {}).get(key, defaults[key]), getattr(s, key)
-        if was != now:
-            raise ValueError(
-                f"{path} was made with {key}={was!r} but this run has {key}={now!r}; "
-                "give another --out folder (or remove the file to re-run it)"
-            )
+    for i, stored in kept.items():
+        for key in CHECKED_SETTINGS:
+            was, now = stored.get("settings", {}).get(key, defaults[key]), getattr(s, key)
+            if was != now:
+                raise ValueError(
+                    f"{paths[i]} was made with {key}={was!r} but this run has {key}={now!r}; "
+                    "give another --out folder (or remove the file to re-run it)"
+                )
 
 
 # --- the protocol ------------------------------------------------------------------------------
@@ -101,8 +102,7 @@ def run_uci(
     name = label(method, s.per_example_masks)
     paths = {i: (out / f"{data.name}_{name}_split{i:02d}.json") if out else None for i in splits}
     kept = {i: json.loads(p.read_text()) for i, p in paths.items() if p is not None and p.is_file()}
-    for i, result in kept.items():
-        _check_kept(cast(Path, paths[i]), result, s)
+    _check_kept(paths, kept, s)
     todo = [i for i in splits if i not in kept]
     if kept:
         log(f"{data.name} {method}: keeping finished splits {sorted(kept)}")
