@@ -8,6 +8,10 @@ Two estimators of the same ELBO (``DropoutELBO(per_example_masks=False|True)``):
   ``MLP(runs=R)`` + ``DropoutGuide`` + ``CompiledSVI``, the two estimators alternating,
   best of 3; a raw PyTorch loop with per-example masks batched over the runs is the
   hardware's reference;
+* **mask sampler**: one per-example masking of the hidden layer's input ``[R, 128, 50]``
+  (``x * keep / (1 - p)``, one rate per run) with the library's Bernoulli sampler
+  (``bernoulli_keep``: two 32-bit draws from each random 64-bit word) against
+  ``torch.rand(...) < 1 - p``, best of 20;
 * **gradient noise**: the variance over 400 draws of the gradient of the loss with respect
   to the first layer's variational mean M, at the same parameters, summed over M's entries,
   for a one-run net with p = 0.05 and p = 0.5. The benchmark checks that the two gradient
@@ -27,6 +31,7 @@ from common import best_time, machine, runs_benchmark_setup, write
 from vectorised_runs import N_TRAIN, B, D, H, RawRuns, vectorised
 
 from pyro_dropout import DropoutELBO, DropoutGuide
+from pyro_dropout.distributions import BernoulliDropout
 from pyro_dropout.nn import MLP
 
 
@@ -68,6 +73,22 @@ def gradient_noise(p: float, draws: int, device: torch.device) -> dict[str, floa
     return out
 
 
+def mask_sampler(runs: int, device: torch.device) -> dict[str, float]:
+    """Milliseconds of one per-example masking of a ``[runs, B, H]`` input, library vs ``torch.rand``."""
+    x = torch.randn(runs, B, H, device=device)
+    p = torch.linspace(0.005, 0.1, runs, device=device).reshape(runs, 1, 1)
+    q = BernoulliDropout(torch.zeros(runs, H, D, device=device), p[..., 0, 0])
+    library = best_time(lambda: x * q.scaled_keep_with(x.shape, p), device, 20, 2)
+    rand = best_time(
+        lambda: x * ((torch.rand(x.shape, device=device) < 1 - p).to(x.dtype) / (1 - p)), device, 20, 2
+    )
+    return {
+        "library_ms": 1e3 * library,
+        "torch_rand_ms": 1e3 * rand,
+        "library_over_torch_rand": library / rand,
+    }
+
+
 def main() -> None:
     args, device, runs, (xr, yr) = runs_benchmark_setup(__doc__, "per_example_masks", B, D)
     steps, draws = (5, 50) if args.quick else (50, 400)
@@ -84,6 +105,7 @@ def main() -> None:
     raw = RawRuns(runs, device, per_example=True)
     raw_ms = 1e3 * best_time(lambda: [raw.step(xr, yr) for _ in range(steps)], device, 3, 1) / steps
     per_draw, per_example = 1e3 * min(times[False]), 1e3 * min(times[True])
+    sampler = mask_sampler(runs, device)
     row = {
         "runs": runs,
         "batch": B,
@@ -92,12 +114,17 @@ def main() -> None:
         "per_example_over_per_draw": per_example / per_draw,
         "raw_per_example_ms_per_step": raw_ms,
         "per_example_over_raw_per_example": per_example / raw_ms,
+        "mask_sampler": sampler,
         "noise": {str(p): gradient_noise(p, draws, device) for p in (0.05, 0.5)},
     }
     print(
         f"  one step of {runs} runs: one mask per draw {per_draw:.1f} ms, one per example "
         f"{per_example:.1f} ms ({row['per_example_over_per_draw']:.2f}x); raw PyTorch per example "
         f"{raw_ms:.1f} ms ({row['per_example_over_raw_per_example']:.2f}x of it)"
+    )
+    print(
+        f"  masking a [{runs}, {B}, {H}] input: library sampler {sampler['library_ms']:.2f} ms, "
+        f"torch.rand {sampler['torch_rand_ms']:.2f} ms ({sampler['library_over_torch_rand']:.2f}x)"
     )
     for p, noise in row["noise"].items():
         print(

@@ -149,14 +149,20 @@ class MaskedWeight(TorchDistribution):
         (e.g. one mask per example, :mod:`pyro_dropout.nn.masking`); subclasses implement this."""
         raise NotImplementedError
 
+    def scaled_keep_with(self, shape: torch.Size, p: torch.Tensor | float) -> torch.Tensor:
+        """``keep / (1 - p)``: the inverted-dropout factor of :meth:`sample_keep_with` masks.
+        Gradients reach ``p`` where the family's masks carry them (Concrete)."""
+        keep = self.sample_keep_with(shape, p)
+        if isinstance(p, torch.Tensor):
+            return keep / (1.0 - p)
+        return keep * (1.0 / (1.0 - p))
+
     def rsample(self, sample_shape: SampleShape = torch.Size()) -> torch.Tensor:  # noqa: B008
         shape = self._extended_shape(sample_shape)
         if self.is_point_mass:
             return self.loc.expand(shape)
-        keep = self.sample_keep(self._mask_shape(sample_shape))
-        if isinstance(self.p, torch.Tensor):
-            return self.loc * (keep / (1.0 - self.p_broadcast()))
-        return self.loc * (keep * (1.0 / (1.0 - self.p)))
+        p = self.p if isinstance(self.p, float) else self.p_broadcast()
+        return self.loc * self.scaled_keep_with(self._mask_shape(sample_shape), p)
 
     def sample(self, sample_shape: SampleShape = torch.Size()) -> torch.Tensor:  # noqa: B008
         with torch.no_grad():

@@ -66,8 +66,7 @@ class InputMask:
         batch = torch.broadcast_shapes(p.shape[: p.dim() - core], x.shape[: x.dim() - core])
         units = x.shape[x.dim() - core :]
         shape = batch + units[:2] + (1,) * (core - 2)
-        keep = q.sample_keep_with(torch.Size(shape), p)
-        return x * (keep / (1.0 - p))
+        return x * q.scaled_keep_with(torch.Size(shape), p)
 
 
 _ACTIVE: list[dict[int, InputMask]] = []

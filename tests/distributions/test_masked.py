@@ -109,3 +109,49 @@ def test_bad_temperature(t):
 def test_event_dim_must_fit():
     with pytest.raises(ValueError, match="event_dim"):
         BernoulliDropout(torch.zeros(3), 0.1, event_dim=2)
+
+
+@pytest.mark.parametrize("keep", [0.995, 0.5, 0.05])
+def test_bernoulli_keep_frequency_matches_its_probability(keep):
+    from pyro_dropout.distributions.bernoulli_dropout import bernoulli_keep
+
+    torch.manual_seed(4)
+    n = 2_000_000
+    draws = bernoulli_keep(torch.Size([n]), keep, torch.device("cpu"))
+    assert draws.dtype == torch.bool and draws.shape == (n,)
+    se = math.sqrt(keep * (1 - keep) / n)
+    assert abs(draws.double().mean().item() - keep) < 5 * se  # 5 standard errors
+    # the two 32-bit halves of each random word are independent draws: neighbours do not co-vary
+    pairs = draws[: n - n % 2].view(-1, 2).double()
+    both = (pairs[:, 0] * pairs[:, 1]).mean().item()
+    assert abs(both - keep**2) < 5 * math.sqrt(keep**2 * (1 - keep**2) / (n // 2))
+
+
+def test_bernoulli_keep_per_row_probabilities_odd_sizes_and_certain_keep():
+    from pyro_dropout.distributions.bernoulli_dropout import bernoulli_keep
+
+    torch.manual_seed(5)
+    keep = torch.tensor([[1.0], [0.9], [0.1]], dtype=torch.float64)
+    draws = bernoulli_keep(torch.Size([3, 300_001]), keep, torch.device("cpu"))  # odd count
+    assert bool(draws[0].all())  # keep probability 1: every unit kept, not 1 - 2^-32
+    freq = draws[1:].double().mean(1)
+    se = (keep[1:, 0] * (1 - keep[1:, 0]) / 300_001).sqrt()
+    assert bool(((freq - keep[1:, 0]).abs() < 5 * se).all())
+
+
+def test_bernoulli_masks_are_seeded_and_trace_under_jit():
+    torch.manual_seed(6)
+    q = BernoulliDropout(torch.ones(4, 6), torch.tensor([0.2, 0.6]).reshape(2, 1, 1)[..., 0, 0])
+
+    def draw(loc):
+        return BernoulliDropout(loc, q.p).rsample(torch.Size([3]))
+
+    traced = torch.jit.trace(draw, (q.loc,), check_trace=False)
+    torch.manual_seed(7)
+    a = traced(q.loc)
+    torch.manual_seed(7)
+    b = traced(q.loc)
+    assert a.shape == (3, 2, 4, 6) and torch.equal(a, b)
+    # each run keeps with its own rate and scales the kept columns by 1 / (1 - p)
+    assert torch.allclose(a[:, 0][a[:, 0] != 0], torch.tensor(1 / 0.8))
+    assert torch.allclose(a[:, 1][a[:, 1] != 0], torch.tensor(1 / 0.4))
