@@ -32,3 +32,17 @@ def test_training_and_prediction_stay_on_the_gpu(concrete, loss):
     assert all(p.device.type == "cuda" for p in guide.parameters())
     out = Predictive(model, guide=guide, num_samples=5, parallel=True)(x)
     assert out["obs"].device.type == "cuda" and out["obs"].shape == (5, 32)
+
+
+def test_bernoulli_keep_on_the_gpu_has_its_probability():
+    from pyro_dropout.distributions import bernoulli_keep
+
+    device = torch.device("cuda")
+    torch.manual_seed(0)
+    keep = torch.tensor([[1.0], [0.9], [0.3]], device=device)
+    draws = bernoulli_keep(torch.Size([3, 200_001]), keep, device)
+    assert draws.device.type == "cuda" and draws.dtype == torch.bool
+    assert bool(draws[0].all())
+    freq = draws[1:].double().mean(1).cpu()
+    se = torch.tensor([0.9 * 0.1, 0.3 * 0.7], dtype=torch.float64).div(200_001).sqrt()
+    assert bool(((freq - torch.tensor([0.9, 0.3], dtype=torch.float64)).abs() < 5 * se).all())  # 5 se

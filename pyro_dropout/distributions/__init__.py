@@ -1,7 +1,7 @@
 """Distributions: the quantised Gaussian prior and the dropout variational families."""
 
 from . import kl
-from .bernoulli_dropout import BernoulliDropout
+from .bernoulli_dropout import BernoulliDropout, bernoulli_keep
 from .concrete_dropout import ConcreteDropout
 from .kl import bernoulli_entropy, kl_masked_gaussian
 from .masked_weight import MaskedWeight, mask_dim_for, validate_dropout_rate
@@ -13,6 +13,7 @@ __all__ = [
     "MaskedWeight",
     "QuantisedGaussian",
     "bernoulli_entropy",
+    "bernoulli_keep",
     "kl",
     "kl_masked_gaussian",
     "mask_dim_for",

@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch.distributions import RelaxedBernoulli
 
-from pyro_dropout.distributions import BernoulliDropout, ConcreteDropout, mask_dim_for
+from pyro_dropout.distributions import BernoulliDropout, ConcreteDropout, bernoulli_keep, mask_dim_for
 
 
 def test_bernoulli_masks_whole_input_columns_with_inverted_scaling():
@@ -113,8 +113,6 @@ def test_event_dim_must_fit():
 
 @pytest.mark.parametrize("keep", [0.995, 0.5, 0.05])
 def test_bernoulli_keep_frequency_matches_its_probability(keep):
-    from pyro_dropout.distributions.bernoulli_dropout import bernoulli_keep
-
     torch.manual_seed(4)
     n = 2_000_000
     draws = bernoulli_keep(torch.Size([n]), keep, torch.device("cpu"))
@@ -128,8 +126,6 @@ def test_bernoulli_keep_frequency_matches_its_probability(keep):
 
 
 def test_bernoulli_keep_per_row_probabilities_odd_sizes_and_certain_keep():
-    from pyro_dropout.distributions.bernoulli_dropout import bernoulli_keep
-
     torch.manual_seed(5)
     keep = torch.tensor([[1.0], [0.9], [0.1]], dtype=torch.float64)
     draws = bernoulli_keep(torch.Size([3, 300_001]), keep, torch.device("cpu"))  # odd count
