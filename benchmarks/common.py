@@ -21,18 +21,35 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def best_time(fn: Callable[[], Any], device: torch.device, repeats: int = 5, warmup: int = 1) -> float:
-    """The fastest of ``repeats`` timed calls (after ``warmup`` calls), in seconds."""
+def best_time(
+    fn: Callable[[], Any],
+    device: torch.device,
+    repeats: int = 5,
+    warmup: int = 1,
+    clock: Callable[[], float] = time.perf_counter,
+) -> float:
+    """The fastest of ``repeats`` timed calls (after ``warmup`` calls), in seconds of ``clock``."""
     for _ in range(warmup):
         fn()
     sync(device)
     times = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = clock()
         fn()
         sync(device)
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return min(times)
+
+
+def work_clock(device: torch.device) -> tuple[Callable[[], float], str]:
+    """The clock for comparing two implementations on a shared machine, and its name.
+
+    On CPU, this process's CPU time: other jobs on the machine then change it much less than
+    wall time (they still share caches and memory bandwidth); on a GPU, wall time after a sync.
+    """
+    if device.type == "cpu":
+        return time.process_time, "process CPU time"
+    return time.perf_counter, "wall time"
 
 
 def machine(device: torch.device) -> dict[str, Any]:

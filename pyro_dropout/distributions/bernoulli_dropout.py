@@ -30,9 +30,9 @@ def bernoulli_keep(shape: torch.Size, keep_prob: torch.Tensor | float, device: t
 
     Each draw compares a uniform 32-bit integer with a threshold, and every random 64-bit
     word gives two such integers. The probability is exact to :math:`2^{-32}` (a
-    ``torch.rand(...) < q`` comparison resolves :math:`2^{-24}`), and on CPU the draws and
-    the comparison take about two thirds of the time of ``torch.rand`` and ``<``
-    (``benchmarks/per_example_masks.py`` reports what that buys a training step).
+    ``torch.rand(...) < q`` comparison resolves :math:`2^{-24}`), and on CPU a per-example
+    masking takes 0.6-0.85x the time of one made with ``torch.rand`` (``benchmarks/per_example_masks.py``,
+    which also times a whole training step with each).
 
     :param keep_prob: in (0, 1], a float or a tensor broadcasting against ``shape``;
         ``keep_prob = 1`` keeps every unit, and values below :math:`2^{-32}` count as
@@ -70,11 +70,13 @@ class BernoulliDropout(MaskedWeight):
         return self._keep(shape, p).to(self.loc.dtype)
 
     def scaled_keep_with(self, shape: torch.Size, p: torch.Tensor | float) -> torch.Tensor:
-        # one pass from the boolean draw to keep / (1 - p)
+        # one pass from the boolean draw to keep / (1 - p); ``where`` reads the booleans as they
+        # are, where a product would first convert them to floats
         if isinstance(p, torch.Tensor):
-            return self._keep(shape, p) * (1.0 / (1.0 - p.detach().to(self.loc.dtype)))
-        scale = torch.tensor(1.0 / (1.0 - p), dtype=self.loc.dtype, device=self.loc.device)
-        return self._keep(shape, p) * scale
+            scale = 1.0 / (1.0 - p.detach().to(self.loc.dtype))
+        else:
+            scale = torch.tensor(1.0 / (1.0 - p), dtype=self.loc.dtype, device=self.loc.device)
+        return torch.where(self._keep(shape, p), scale, 0.0)
 
     def _keep(self, shape: torch.Size, p: torch.Tensor | float) -> torch.Tensor:
         keep_prob = 1.0 - (p.detach().to(torch.float64) if isinstance(p, torch.Tensor) else p)
