@@ -52,3 +52,28 @@ def test_final_stage_names_what_it_cannot_do(tmp_path):
         tool.main(["tiny", "0", "--results", str(tmp_path / "none"), "--data-dir", str(root)])
     with pytest.raises(ValueError, match="not one network per split"):
         tool.final_stage("tiny", [0], "ensemble", tmp_path, None, str(root))
+
+
+def test_paired_comparison_with_the_published_per_split_results(tmp_path, capsys):
+    tool = load_script("tools", "uci_paired")
+    published = json.loads(tool.PUBLISHED.read_text())["kin8nm"]
+    shifts = {0: 0.01, 3: 0.03, 7: -0.01}  # ours = published + shift, on three splits
+    for split, shift in shifts.items():
+        record = {
+            "split": split,
+            "rmse": published["rmse"][split] - shift / 10,
+            "test_ll": published["test_ll"][split] + shift,
+        }
+        (tmp_path / f"kin8nm_mc-dropout_split{split:02d}.json").write_text(json.dumps(record))
+    out = tool.main(["kin8nm", "--results", str(tmp_path)])
+    d = list(shifts.values())
+    mean = sum(d) / 3
+    se = (sum((x - mean) ** 2 for x in d) / 2 / 3) ** 0.5
+    assert out["test_ll"]["n"] == 3 and out["test_ll"]["mean"] == pytest.approx(mean)
+    assert out["test_ll"]["se"] == pytest.approx(se)
+    assert out["rmse"]["mean"] == pytest.approx(-mean / 10)
+    assert "split  3" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="no results"):
+        tool.main(["kin8nm", "--method", "concrete", "--results", str(tmp_path)])
+    with pytest.raises(SystemExit, match="no published"):
+        tool.main(["wine-quality-red", "--results", str(tmp_path)])
