@@ -47,8 +47,12 @@ def _faults(mode: str) -> int:
 
 @pytest.mark.skipif(not GLIBC, reason="mallopt is glibc's")
 def test_tuned_allocator_stops_page_faults_in_a_training_loop():
-    default, tuned = _faults("default"), _faults("tuned")
-    # measured: 6,000-14,000 faults by default, 0 tuned; the bound leaves a 10x margin
+    default = min(_faults("default") for _ in range(2))
+    # the fewest of five runs: a tuned run usually has 0 faults, but about one run in five
+    # picks up ~1,000 from something else on the machine (faults only add, so the minimum
+    # is the loop's own count)
+    tuned = min(_faults("tuned") for _ in range(5))
+    # measured: 6,000-18,000 faults by default, 0 tuned; the bound leaves a 10x margin
     assert default > 500
     assert tuned * 10 <= default
 
