@@ -6,6 +6,7 @@ import torch
 from pyro.infer import SVI, Predictive
 
 from pyro_dropout import BBAlpha, DropoutELBO, DropoutGuide
+from pyro_dropout.distributions import bernoulli_keep
 from pyro_dropout.nn import MLP
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -35,8 +36,6 @@ def test_training_and_prediction_stay_on_the_gpu(concrete, loss):
 
 
 def test_bernoulli_keep_on_the_gpu_has_its_probability():
-    from pyro_dropout.distributions import bernoulli_keep
-
     device = torch.device("cuda")
     torch.manual_seed(0)
     keep = torch.tensor([[1.0], [0.9], [0.3]], device=device)

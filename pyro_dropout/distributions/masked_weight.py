@@ -140,13 +140,10 @@ class MaskedWeight(TorchDistribution):
         """Subclasses copy their own extra attributes (e.g. a temperature) in ``expand``."""
 
     # --- sampling --------------------------------------------------------------------
-    def sample_keep(self, shape: torch.Size) -> torch.Tensor:
-        """Draw keep-masks of ``shape`` (1 keeps a unit) with this family's ``p``."""
-        return self.sample_keep_with(shape, self.p if isinstance(self.p, float) else self.p_broadcast())
-
     def sample_keep_with(self, shape: torch.Size, p: torch.Tensor | float) -> torch.Tensor:
-        """Draw keep-masks of ``shape`` with drop probability ``p`` broadcasting against it
-        (e.g. one mask per example, :mod:`pyro_dropout.nn.masking`); subclasses implement this."""
+        """Draw keep-masks of ``shape`` (1 keeps a unit) with drop probability ``p`` broadcasting
+        against it (one per draw in :meth:`rsample`, one per example in
+        :mod:`pyro_dropout.nn.masking`); subclasses implement this."""
         raise NotImplementedError
 
     def scaled_keep_with(self, shape: torch.Size, p: torch.Tensor | float) -> torch.Tensor:
