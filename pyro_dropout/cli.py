@@ -50,6 +50,7 @@ def _uci(args: argparse.Namespace) -> int:
         device=args.device,
         progress=not args.quiet,
         per_example_masks=args.masks == "example",
+        init=args.init,
     )
     results = run_uci(data, args.method, args.splits, Path(args.out), settings)
     done = [r for r in results if r is not None]
@@ -115,6 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the dropout methods' training masks: one per example, as the published code "
         "(default), or one per function draw, shared by the minibatch (results labelled "
         "METHOD-per-draw)",
+    )
+    uci.add_argument(
+        "--init",
+        choices=("fan-in", "glorot"),
+        default="fan-in",
+        help="initial weight means: torch.nn's U(+-1/sqrt(fan-in)) (default) or Keras' Glorot uniform",
     )
     uci.add_argument("--device", default="cpu", help="cpu or cuda")
     uci.add_argument("--quiet", action="store_true", help="no progress bars")

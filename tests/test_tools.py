@@ -77,3 +77,40 @@ def test_paired_comparison_with_the_published_per_split_results(tmp_path, capsys
         tool.main(["kin8nm", "--method", "concrete", "--results", str(tmp_path)])
     with pytest.raises(SystemExit, match="no published"):
         tool.main(["wine-quality-red", "--results", str(tmp_path)])
+
+
+def test_grid_stage_reproduces_the_stored_validation_and_compares_a_change(tmp_path, capsys):
+    root = write_tiny_uci(tmp_path)
+    out = tmp_path / "results"
+    run_uci(load_uci("tiny", root), "mc-dropout", [0, 1], out, TINY, log=lambda _: None)
+    tool = load_script("tools", "uci_grid_stage")
+    args = ["tiny", "0-1", "--results", str(out), "--data-dir", str(root)]
+    same = tool.main(args)
+    for r in same["splits"]:  # the grid search is deterministic given its seed
+        assert all(p["now"] == p["stored"] for p in r["points"]) and len(r["points"]) == 4
+    assert same["best"] == (0.0, 0.0) and same["average_point"] == (0.0, 0.0)
+    glorot = tool.main([*args, "--set", "init=glorot"])
+    assert glorot["settings"] == {"init": "glorot"}
+    for r in glorot["splits"]:
+        assert all(p["now"] != p["stored"] for p in r["points"])
+        assert r["best_now"] == max(p["now"] for p in r["points"])
+        diffs = [p["now"] - p["stored"] for p in r["points"]]
+        assert r["mean_difference"] == pytest.approx(sum(diffs) / len(diffs))
+    assert "best grid point" in capsys.readouterr().out
+
+
+def test_grid_stage_names_what_it_cannot_do(tmp_path):
+    tool = load_script("tools", "uci_grid_stage")
+    assert tool.parse_override("init=glorot") == ("init", "glorot")
+    assert tool.parse_override("per_example_masks=false") == ("per_example_masks", False)
+    assert tool.parse_override("lr=0.01") == ("lr", 0.01)
+    assert tool.parse_override("concrete_length_scales=0.1,1") == ("concrete_length_scales", (0.1, 1.0))
+    with pytest.raises(ValueError, match="KEY one of"):
+        tool.parse_override("no_such_setting=1")
+    with pytest.raises(ValueError, match="true or false"):
+        tool.parse_override("per_example_masks=maybe")
+    with pytest.raises(SystemExit):
+        tool.main(["tiny", "0", "--set", "init"])
+    root = write_tiny_uci(tmp_path)
+    with pytest.raises(FileNotFoundError, match="no result file"):
+        tool.main(["tiny", "0", "--results", str(tmp_path / "none"), "--data-dir", str(root)])

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -83,11 +82,7 @@ def final_stage(
         if not path.is_file():
             raise FileNotFoundError(f"no result file {path}; run `pyro-dropout uci` for split {i} first")
         stored.append(json.loads(path.read_text()))
-    known = {f.name for f in fields(Settings)}
-    # results made before per_example_masks existed were trained with one mask per draw
-    kept = {k: v for k, v in stored[0]["settings"].items() if k in known}
-    settings = Settings(**{"per_example_masks": False, **kept})
-    settings.concrete_tau_prior = tuple(settings.concrete_tau_prior)  # JSON gives lists
+    settings = Settings.from_stored(stored[0]["settings"])
     settings.progress = False
     if seed is not None:
         settings.seed = seed

@@ -42,6 +42,7 @@ class MeanFieldGuide(AutoGuide):
         if not init_scale > 0:
             raise ValueError(f"MeanFieldGuide: init_scale must be positive, got {init_scale}")
         self.init_scale = float(init_scale)
+        self.init_loc_fn = init_loc_fn
         super().__init__(InitMessenger(init_loc_fn)(model))
 
     def _setup_prototype(self, *args: Any, **kwargs: Any) -> None:

@@ -21,7 +21,7 @@ from ..datasets import UCIDataset
 from .uci_methods import Settings, Spec, run_baseline_split, train_and_score
 from .uci_table import label
 
-__all__ = ["METHODS", "Settings", "Spec", "run_uci"]
+__all__ = ["METHODS", "Settings", "Spec", "grid_stage", "run_uci"]
 
 METHODS = ("mc-dropout", "concrete", "bbalpha-0.5", "bbalpha-1", "mfvi", "ensemble", "sgp", "hmc")
 GRID_METHODS = ("mc-dropout", "bbalpha-0.5", "bbalpha-1", "mfvi", "ensemble", "concrete")
@@ -30,7 +30,7 @@ ENSEMBLE_SIZE = 5
 
 # the settings a user sets on the command line: a kept result must have been made with the same ones
 # (the masks need no check: the two kinds of run go by different labels and files)
-CHECKED_SETTINGS = ("epochs_multiplier", "num_samples", "validation_samples", "seed")
+CHECKED_SETTINGS = ("epochs_multiplier", "num_samples", "validation_samples", "seed", "init")
 
 
 def _check_kept(paths: dict[int, Path | None], kept: dict[int, dict[str, Any]], s: Settings) -> None:
@@ -137,6 +137,30 @@ def _hyper(sp: Spec) -> dict[str, Any]:
     return {k: v for k, v in pairs if v is not None}
 
 
+def grid_stage(
+    data: UCIDataset, method: str, splits: list[int], s: Settings
+) -> dict[int, list[dict[str, Any]]]:
+    """The protocol's grid search: each split's grid points trained on the first 80% of its
+    training rows (file order) and scored on the last 20%. Returns, per split, one row per grid
+    point: its hyper-parameters and its validation scores (``test_ll`` is the validation
+    log-likelihood)."""
+    if method not in GRID_METHODS:
+        raise ValueError(f"{method!r} has no grid search; these do: {', '.join(GRID_METHODS)}")
+    members = ENSEMBLE_SIZE if method == "ensemble" else 1
+    grid = _grid(data, method, s)
+    specs = []
+    for i in splits:
+        train = data.splits[i].train
+        cut = int(0.8 * len(train))  # the first 80% (file order) train, the last 20% validate
+        specs += [Spec(i, train[:cut], train[cut:], **h, member=m) for h in grid for m in range(members)]
+    scores = _run_all(data, method, specs, s, s.validation_samples, f"{data.name} {method} grid")
+    validation: dict[int, list[dict[str, Any]]] = {i: [] for i in splits}
+    for sp, sc in zip(specs, scores, strict=True):
+        if not sp.member:  # an ensemble is scored as a whole, on its first member's row
+            validation[sp.split].append({**_hyper(sp), **sc})
+    return validation
+
+
 def _neural_protocol(
     data: UCIDataset, method: str, splits: list[int], s: Settings, log: Callable
 ) -> dict[int, dict]:
@@ -144,19 +168,11 @@ def _neural_protocol(
     validation: dict[int, list[dict]] = {}
     members = ENSEMBLE_SIZE if method == "ensemble" else 1
     if method in GRID_METHODS:
-        grid = _grid(data, method, s)
-        specs = []
-        for i in splits:
-            train = data.splits[i].train
-            cut = int(0.8 * len(train))  # the first 80% (file order) train, the last 20% validate
-            specs += [Spec(i, train[:cut], train[cut:], **h, member=m) for h in grid for m in range(members)]
-        scores = _run_all(data, method, specs, s, s.validation_samples, f"{data.name} {method} grid")
-        for sp, sc in zip(specs, scores, strict=True):
-            if not sp.member:  # an ensemble is scored as a whole, on its first member's row
-                validation.setdefault(sp.split, []).append({**_hyper(sp), **sc})
+        validation = grid_stage(data, method, splits, s)
+        keys = list(_grid(data, method, s)[0])
         for i in splits:
             best = max(validation[i], key=lambda r: r["test_ll"])
-            chosen[i] = {k: best[k] for k in grid[0]}
+            chosen[i] = {k: best[k] for k in keys}
         log(f"{data.name} {method}: grid chosen {[chosen[i] for i in splits]}")
     specs = [
         Spec(i, data.splits[i].train, data.splits[i].test, **chosen[i], member=m)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, cast
 
 import numpy as np
@@ -13,7 +13,7 @@ import torch
 
 from ..baselines import MeanFieldGuide, fit_sparse_gp, run_nuts
 from ..datasets import UCIDataset
-from ..guides import DropoutGuide
+from ..guides import DropoutGuide, init_to_fan_in, init_to_glorot
 from ..infer import BBAlpha, CompiledSVI, DropoutELBO, predict, predict_from_samples, predict_standard
 from ..nn import MLP
 from .vectorised import Standardiser, draws_per_chunk, dropout_draws, score_runs, train_runs
@@ -29,6 +29,9 @@ class Settings:
     batch_size: int = 128
     lr: float = 1e-3  # Adam, as Keras' default in the published code
     length_scale: float = 1e-2  # prior length-scale l of the dropout methods
+    # initial weight means of every network: "fan-in" (torch.nn's U(+-1/sqrt(fan-in))) or "glorot"
+    # (Keras' default, used by the published code); biases start at zero either way
+    init: str = "fan-in"
     num_samples: int = 10_000  # T at test time
     validation_samples: int = 1_000  # T when scoring the grid on the validation rows
     chunk_size: int = 100  # draws per prediction chunk, at most
@@ -55,6 +58,20 @@ class Settings:
     device: str = "cpu"
     progress: bool = True
 
+    @classmethod
+    def from_stored(cls, stored: dict[str, Any]) -> Settings:
+        """The settings a result file records (its ``settings``), e.g. to re-run part of it.
+
+        Keys this version does not know are dropped; keys a file lacks take the value that
+        runs made before the setting existed had (one mask per draw), else the default."""
+        known = {f.name for f in fields(cls)}
+        kept = {k: v for k, v in stored.items() if k in known}
+        s = cls(**{"per_example_masks": False, **kept})
+        s.concrete_tau_prior = cast(tuple, tuple(s.concrete_tau_prior))  # JSON gives lists
+        s.concrete_length_scales = tuple(s.concrete_length_scales)
+        s.ensemble_epoch_fractions = tuple(s.ensemble_epoch_fractions)
+        return s
+
 
 @dataclass
 class Spec:
@@ -71,9 +88,15 @@ class Spec:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+INITS: dict[str, Callable] = {"fan-in": init_to_fan_in, "glorot": init_to_glorot}
+
+
 # --- building a vectorised model for a method --------------------------------------------------
 def _build(method: str, d: int, hidden: int, specs: list[Spec], stats: Standardiser, s: Settings) -> tuple:
     runs = len(specs)
+    if s.init not in INITS:
+        raise ValueError(f"unknown init {s.init!r}; choose from {', '.join(INITS)}")
+    init_loc_fn = INITS[s.init]
     dev = torch.device(s.device)
 
     def per_run(values: list[float | None]) -> torch.Tensor:
@@ -95,23 +118,23 @@ def _build(method: str, d: int, hidden: int, specs: list[Spec], stats: Standardi
             length_scale=per_layer if s.concrete_scale_by_fan_in else length_scale,
         ).to(dev)
         init = torch.full((runs, 1), 0.1, device=dev)  # one learned rate per run and layer
-        guide = DropoutGuide(model, concrete=True, init_dropout=init)
+        guide = DropoutGuide(model, concrete=True, init_dropout=init, init_loc_fn=init_loc_fn)
         return model, guide, DropoutELBO(per_example_masks=s.per_example_masks)
     if method == "ensemble":
         model = MLP(
             d, hidden=(hidden,), likelihood="heteroscedastic", runs=runs, length_scale=s.length_scale
         ).to(dev)
-        return model, DropoutGuide(model, dropout=0.0), DropoutELBO()
+        return model, DropoutGuide(model, dropout=0.0, init_loc_fn=init_loc_fn), DropoutELBO()
     # tau on the original scale -> precision of the standardised targets: tau * std_y^2
     tau_norm = per_run([sp.tau for sp in specs]) * stats.y_std.to(dev).pow(2)
     if method == "mfvi":
         model = MLP(
             d, hidden=(hidden,), tau=tau_norm, runs=runs, prior="normal", length_scale=s.mfvi_length_scale
         ).to(dev)
-        return model, MeanFieldGuide(model), DropoutELBO()
+        return model, MeanFieldGuide(model, init_loc_fn=init_loc_fn), DropoutELBO()
     model = MLP(d, hidden=(hidden,), tau=tau_norm, runs=runs, length_scale=length_scale).to(dev)
     p = per_run([sp.p for sp in specs]).reshape(runs, 1)
-    guide = DropoutGuide(model, dropout=p)
+    guide = DropoutGuide(model, dropout=p, init_loc_fn=init_loc_fn)
     loss = (
         DropoutELBO(per_example_masks=s.per_example_masks)
         if method == "mc-dropout"

@@ -1,8 +1,9 @@
-"""Initial values of the variational means: those of a freshly built ``torch.nn`` layer."""
+"""Initial values of the variational means: those of a freshly built ``torch.nn`` or Keras layer."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -11,7 +12,7 @@ from torch.distributions import Distribution, Independent, Normal
 
 from ..distributions import QuantisedGaussian
 
-__all__ = ["base_prior", "init_to_fan_in", "is_gaussian_prior"]
+__all__ = ["base_prior", "init_to_fan_in", "init_to_glorot", "is_gaussian_prior"]
 
 
 def base_prior(fn: Distribution) -> Distribution:
@@ -26,6 +27,20 @@ def is_gaussian_prior(fn: Distribution) -> bool:
     return isinstance(base_prior(fn), QuantisedGaussian | Normal)
 
 
+def _init_weights(site: dict[str, Any], bound: Callable[[int, int], float]) -> torch.Tensor:
+    """Weights ``U(-b, b)`` with ``b = bound(fan_in, fan_out)``, biases zero, other sites their median."""
+    fn = site["fn"]
+    if not is_gaussian_prior(fn):
+        return init_to_median(site)
+    template = fn.sample().detach()
+    event_shape = fn.event_shape
+    if len(event_shape) >= 2:
+        receptive = math.prod(event_shape[2:])
+        b = bound(event_shape[1] * receptive, event_shape[0] * receptive)
+        return torch.empty_like(template).uniform_(-b, b)
+    return torch.zeros_like(template)
+
+
 def init_to_fan_in(site: dict[str, Any] | None = None) -> Any:
     r"""Initialise like ``torch.nn``: weights :math:`\mathcal{U}(\pm 1/\sqrt{\text{fan-in}})`.
 
@@ -37,12 +52,19 @@ def init_to_fan_in(site: dict[str, Any] | None = None) -> Any:
     """
     if site is None:
         return init_to_fan_in
-    fn = site["fn"]
-    if not is_gaussian_prior(fn):
-        return init_to_median(site)
-    template = fn.sample().detach()
-    event_shape = fn.event_shape
-    if len(event_shape) >= 2:
-        bound = 1.0 / math.sqrt(math.prod(event_shape[1:]))
-        return torch.empty_like(template).uniform_(-bound, bound)
-    return torch.zeros_like(template)
+    return _init_weights(site, lambda fan_in, fan_out: 1.0 / math.sqrt(fan_in))
+
+
+def init_to_glorot(site: dict[str, Any] | None = None) -> Any:
+    r"""Initialise like Keras' ``Dense`` / ``Conv2D`` (Glorot uniform, Glorot & Bengio 2010).
+
+    Weights ``[out, in, ...]`` get :math:`\mathcal{U}(\pm\sqrt{6 / (\text{fan-in} +
+    \text{fan-out})})`, with ``fan-in = in * prod(kernel)`` and ``fan-out = out * prod(kernel)``
+    (as ``torch.nn.init.xavier_uniform_``); biases and other Gaussian-prior sites start at zero,
+    any other site at its prior median, as in :func:`init_to_fan_in`. The published dropout
+    experiments were written in Keras and start here; for a one-output layer on 50 units this
+    is 2.4 times wider than :func:`init_to_fan_in`.
+    """
+    if site is None:
+        return init_to_glorot
+    return _init_weights(site, lambda fan_in, fan_out: math.sqrt(6.0 / (fan_in + fan_out)))

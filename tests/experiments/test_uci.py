@@ -316,3 +316,27 @@ def test_verdict_against_the_published_figures():
     boston = (2.90, 0.18, -2.40, 0.04)
     assert _verdict(ours(3.00, 0.11, -2.43, 0.03), boston) == "RMSE ✓, LL ✓"
     assert _verdict(ours(3.00, 0.09, -2.30, float("nan")), boston) == "RMSE ✗, LL ✓"
+
+
+def test_init_setting_reaches_every_network_and_is_checked_on_resume(tiny, monkeypatch):
+    data = load_uci("tiny", tiny)
+    guides = []
+    original = uci_methods._build
+
+    def spy(*args):
+        built = original(*args)
+        guides.append(built[1])
+        return built
+
+    monkeypatch.setattr(uci_methods, "_build", spy)
+    from pyro_dropout.guides import init_to_glorot
+
+    for method in ("mc-dropout", "mfvi", "ensemble", "concrete"):
+        guides.clear()
+        run_uci(data, method, [0], None, replace(TINY, init="glorot"), log=lambda m: None)
+        assert guides and all(g.init_loc_fn is init_to_glorot for g in guides), method
+    run_uci(data, "mc-dropout", [0], tiny / "out", TINY, log=lambda m: None)
+    with pytest.raises(ValueError, match="init='fan-in' but this run has init='glorot'"):
+        run_uci(data, "mc-dropout", [0], tiny / "out", replace(TINY, init="glorot"), log=lambda m: None)
+    with pytest.raises(ValueError, match="unknown init 'he'; choose from fan-in, glorot"):
+        run_uci(data, "mc-dropout", [1], None, replace(TINY, init="he"), log=lambda m: None)

@@ -133,3 +133,22 @@ def test_discrete_site_is_rejected():
 def test_summaries_need_a_setup():
     with pytest.raises(RuntimeError, match="call the guide"):
         DropoutGuide(MLP(2)).dropout_rates()
+
+
+def test_glorot_init_is_keras_dense():
+    from pyro_dropout.guides import init_to_fan_in, init_to_glorot
+
+    x, y = _data(d=8)
+    model = MLP(8, hidden=(50,), length_scale=1e-2)
+    for init, bounds in (
+        (init_to_glorot, {"hidden.0.weight": (6 / 58) ** 0.5, "output.weight": (6 / 51) ** 0.5}),
+        (init_to_fan_in, {"hidden.0.weight": 8**-0.5, "output.weight": 50**-0.5}),
+    ):
+        pyro.clear_param_store()
+        guide = DropoutGuide(model, init_loc_fn=init)
+        guide(x, y)
+        med = guide.median()
+        for name, bound in bounds.items():
+            w = med[name]  # uniform on (-bound, bound): within it, and spread over it
+            assert w.abs().max() <= bound and w.abs().max() > 0.8 * bound
+        assert torch.equal(med["hidden.0.bias"], torch.zeros(50))
