@@ -15,7 +15,6 @@ leaves its course; the random stream, and so the result, is unchanged. Nothing i
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ import torch
 
 from pyro_dropout.cli import parse_splits
 from pyro_dropout.datasets import load_uci
+from pyro_dropout.experiments.uci import load_results
 from pyro_dropout.experiments.uci_methods import Settings, Spec, _tensors, train_and_score
 from pyro_dropout.experiments.uci_table import parse_label
 from pyro_dropout.infer import predict_standard
@@ -76,12 +76,7 @@ def final_stage(
             f"the final stage of {method!r} is not one network per split; choose from {ONE_RUN_PER_SPLIT}"
         )
     data = load_uci(dataset, data_dir)
-    stored = []
-    for i in splits:
-        path = results / f"{data.name}_{name}_split{i:02d}.json"
-        if not path.is_file():
-            raise FileNotFoundError(f"no result file {path}; run `pyro-dropout uci` for split {i} first")
-        stored.append(json.loads(path.read_text()))
+    stored = load_results(results, data.name, name, splits)
     settings = Settings.from_stored(stored[0]["settings"])
     settings.progress = False
     if seed is not None:

@@ -15,7 +15,6 @@ so a setting can be chosen this way without looking at the test rows. Nothing is
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from dataclasses import fields
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any
 
 from pyro_dropout.cli import parse_splits
 from pyro_dropout.datasets import load_uci
-from pyro_dropout.experiments.uci import grid_stage
+from pyro_dropout.experiments.uci import grid_stage, load_results
 from pyro_dropout.experiments.uci_methods import Settings
 from pyro_dropout.experiments.uci_table import parse_label
 from pyro_dropout.runtime import tune_cpu_allocator
@@ -63,15 +62,9 @@ def compare_grid(
     name = method
     method, _ = parse_label(name)
     data = load_uci(dataset, data_dir)
-    stored = []
-    for i in splits:
-        path = results / f"{data.name}_{name}_split{i:02d}.json"
-        if not path.is_file():
-            raise FileNotFoundError(f"no result file {path}; run `pyro-dropout uci` for split {i} first")
-        row = json.loads(path.read_text())
-        if not row.get("validation"):
-            raise ValueError(f"{path} holds no validation scores (a method without a grid search?)")
-        stored.append(row)
+    stored = load_results(results, data.name, name, splits)
+    if not all(row.get("validation") for row in stored):
+        raise ValueError(f"the {name} results hold no validation scores (a method without a grid search?)")
     settings = Settings.from_stored(stored[0]["settings"])
     for key, value in overrides.items():
         setattr(settings, key, value)

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from ..datasets import UCIDataset
-from .uci_methods import Settings, Spec, run_baseline_split, train_and_score
+from .uci_methods import LEGACY_SETTINGS, Settings, Spec, run_baseline_split, train_and_score
 from .uci_table import label
 
-__all__ = ["METHODS", "Settings", "Spec", "grid_stage", "run_uci"]
+__all__ = ["METHODS", "Settings", "Spec", "grid_stage", "load_results", "result_path", "run_uci"]
 
 METHODS = ("mc-dropout", "concrete", "bbalpha-0.5", "bbalpha-1", "mfvi", "ensemble", "sgp", "hmc")
 GRID_METHODS = ("mc-dropout", "bbalpha-0.5", "bbalpha-1", "mfvi", "ensemble", "concrete")
@@ -31,13 +31,16 @@ ENSEMBLE_SIZE = 5
 # the settings a user sets on the command line: a kept result must have been made with the same ones
 # (the masks need no check: the two kinds of run go by different labels and files)
 CHECKED_SETTINGS = ("epochs_multiplier", "num_samples", "validation_samples", "seed", "init")
+METHOD_SETTINGS = {"concrete": ("concrete_tau_init",)}  # checked for that method only
 
 
-def _check_kept(paths: dict[int, Path | None], kept: dict[int, dict[str, Any]], s: Settings) -> None:
-    """Finished splits are kept only if they ran with this run's command-line settings."""
-    defaults = asdict(Settings())
+def _check_kept(
+    paths: dict[int, Path | None], kept: dict[int, dict[str, Any]], s: Settings, method: str
+) -> None:
+    """Finished splits are kept only if they ran with this run's settings (``CHECKED_SETTINGS``)."""
+    defaults = {**asdict(Settings()), **LEGACY_SETTINGS}
     for i, stored in kept.items():
-        for key in CHECKED_SETTINGS:
+        for key in CHECKED_SETTINGS + METHOD_SETTINGS.get(method, ()):
             was, now = stored.get("settings", {}).get(key, defaults[key]), getattr(s, key)
             if was != now:
                 raise ValueError(
@@ -78,6 +81,22 @@ def _grid(data: UCIDataset, method: str, s: Settings) -> list[dict[str, Any]]:
     return [{"p": p, "tau": tau} for p in data.dropout_rates for tau in data.tau_values]
 
 
+def result_path(out: Path, dataset: str, name: str, split: int) -> Path:
+    """Where a split's result goes: ``OUT/DATASET_LABEL_splitNN.json`` (``name``: a table label)."""
+    return out / f"{dataset}_{name}_split{split:02d}.json"
+
+
+def load_results(out: Path, dataset: str, name: str, splits: Sequence[int]) -> list[dict[str, Any]]:
+    """The stored results of ``splits`` (``name``: a table label such as ``mc-dropout-per-draw``)."""
+    rows = []
+    for i in splits:
+        path = result_path(out, dataset, name, i)
+        if not path.is_file():
+            raise FileNotFoundError(f"no result file {path}; run `pyro-dropout uci` for split {i} first")
+        rows.append(json.loads(path.read_text()))
+    return rows
+
+
 def run_uci(
     data: UCIDataset,
     method: str,
@@ -100,9 +119,9 @@ def run_uci(
     if bad:
         raise ValueError(f"{data.name} has splits 0-{data.n_splits - 1}; got {bad}")
     name = label(method, s.per_example_masks)
-    paths = {i: (out / f"{data.name}_{name}_split{i:02d}.json") if out else None for i in splits}
+    paths = {i: result_path(out, data.name, name, i) if out else None for i in splits}
     kept = {i: json.loads(p.read_text()) for i, p in paths.items() if p is not None and p.is_file()}
-    _check_kept(paths, kept, s)
+    _check_kept(paths, kept, s, method)
     todo = [i for i in splits if i not in kept]
     if kept:
         log(f"{data.name} {method}: keeping finished splits {sorted(kept)}")

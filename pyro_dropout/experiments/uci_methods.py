@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from functools import partial
 from typing import Any, cast
 
 import numpy as np
@@ -18,7 +19,11 @@ from ..infer import BBAlpha, CompiledSVI, DropoutELBO, predict, predict_from_sam
 from ..nn import MLP
 from .vectorised import Standardiser, draws_per_chunk, dropout_draws, score_runs, train_runs
 
-__all__ = ["Settings", "Spec", "run_baseline_split", "train_and_score"]
+__all__ = ["LEGACY_SETTINGS", "Settings", "Spec", "run_baseline_split", "train_and_score"]
+
+
+# what runs made before a setting existed did: a result file without the key ran so
+LEGACY_SETTINGS: dict[str, Any] = {"per_example_masks": False, "concrete_tau_init": None}
 
 
 @dataclass
@@ -38,6 +43,10 @@ class Settings:
     chunk_memory_mb: float = 1024.0  # fewer draws a chunk when they would not fit in this
     particles: int = 10  # K for BB-alpha
     concrete_tau_prior: tuple[float, float] = (0.1, 0.01)  # Gamma(shape, rate) on tau (standardised y)
+    # Concrete dropout's initial tau on the standardised scale: low, i.e. all of y's variance taken
+    # for noise, as paper 001 (appendix D) advises; None starts each run at a sample median of the
+    # prior (a random value between about 1e-3 and 10 under Gamma(0.1, 0.01))
+    concrete_tau_init: float | None = 1.0
     # Concrete dropout's prior length-scale, chosen on the validation rows as in paper 001, appendix D;
     # a weight layer with K_in inputs gets l * sqrt(K_in) (the paper's rule) unless this is False
     concrete_length_scales: tuple[float, ...] = (1e-2, 1e-1, 1.0)
@@ -63,10 +72,10 @@ class Settings:
         """The settings a result file records (its ``settings``), e.g. to re-run part of it.
 
         Keys this version does not know are dropped; keys a file lacks take the value that
-        runs made before the setting existed had (one mask per draw), else the default."""
+        runs made before the setting existed had (``LEGACY_SETTINGS``), else the default."""
         known = {f.name for f in fields(cls)}
         kept = {k: v for k, v in stored.items() if k in known}
-        s = cls(**{"per_example_masks": False, **kept})
+        s = cls(**{**LEGACY_SETTINGS, **kept})
         s.concrete_tau_prior = cast(tuple, tuple(s.concrete_tau_prior))  # JSON gives lists
         s.concrete_length_scales = tuple(s.concrete_length_scales)
         s.ensemble_epoch_fractions = tuple(s.ensemble_epoch_fractions)
@@ -118,6 +127,8 @@ def _build(method: str, d: int, hidden: int, specs: list[Spec], stats: Standardi
             length_scale=per_layer if s.concrete_scale_by_fan_in else length_scale,
         ).to(dev)
         init = torch.full((runs, 1), 0.1, device=dev)  # one learned rate per run and layer
+        if s.concrete_tau_init is not None:
+            init_loc_fn = _start_tau_at(float(s.concrete_tau_init), init_loc_fn)
         guide = DropoutGuide(model, concrete=True, init_dropout=init, init_loc_fn=init_loc_fn)
         return model, guide, DropoutELBO(per_example_masks=s.per_example_masks)
     if method == "ensemble":
@@ -143,6 +154,20 @@ def _build(method: str, d: int, hidden: int, specs: list[Spec], stats: Standardi
         )
     )
     return model, guide, loss
+
+
+def _tau_or(site: dict[str, Any], value: float, fallback: Callable) -> torch.Tensor:
+    if site["name"] == "tau":
+        fn = site["fn"]
+        return torch.full(fn.batch_shape + fn.event_shape, value, dtype=fn.mean.dtype, device=fn.mean.device)
+    return fallback(site)
+
+
+def _start_tau_at(value: float, fallback: Callable) -> Callable:
+    """An ``init_loc_fn`` that starts the ``"tau"`` site at ``value`` and the others by ``fallback``."""
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"concrete_tau_init must be a positive finite precision, got {value!r}")
+    return partial(_tau_or, value=value, fallback=fallback)
 
 
 def _tensors(

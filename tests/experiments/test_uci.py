@@ -5,6 +5,7 @@ import math
 import os
 from dataclasses import replace
 
+import pyro
 import pytest
 import torch
 
@@ -70,18 +71,24 @@ def test_mc_dropout_protocol_grid_retrain_and_resume(tiny, monkeypatch):
         run_uci(data, "mc-dropout", [0], out, replace(TINY, seed=1), log=lambda m: None)
 
 
-@pytest.mark.parametrize("method", ["mc-dropout", "bbalpha-1", "concrete"])
-def test_masks_per_example_by_default_and_per_draw_on_request(tiny, method, monkeypatch):
-    data = load_uci("tiny", tiny)
-    losses = []
+def _spy_on_build(monkeypatch, part):
+    """A list that collects ``part`` (1: the guide, 2: the loss) of every model the protocol builds."""
+    seen = []
     original = uci_methods._build
 
     def spy(*args):
         built = original(*args)
-        losses.append(built[2])
+        seen.append(built[part])
         return built
 
     monkeypatch.setattr(uci_methods, "_build", spy)
+    return seen
+
+
+@pytest.mark.parametrize("method", ["mc-dropout", "bbalpha-1", "concrete"])
+def test_masks_per_example_by_default_and_per_draw_on_request(tiny, method, monkeypatch):
+    data = load_uci("tiny", tiny)
+    losses = _spy_on_build(monkeypatch, part=2)
     assert TINY.per_example_masks  # the protocol's default, as in the published code
     (result,) = run_uci(data, method, [0], tiny / "out", TINY, log=lambda m: None)
     assert losses and all(loss.per_example_masks for loss in losses)
@@ -320,23 +327,54 @@ def test_verdict_against_the_published_figures():
 
 def test_init_setting_reaches_every_network_and_is_checked_on_resume(tiny, monkeypatch):
     data = load_uci("tiny", tiny)
-    guides = []
-    original = uci_methods._build
-
-    def spy(*args):
-        built = original(*args)
-        guides.append(built[1])
-        return built
-
-    monkeypatch.setattr(uci_methods, "_build", spy)
+    guides = _spy_on_build(monkeypatch, part=1)
     from pyro_dropout.guides import init_to_glorot
 
     for method in ("mc-dropout", "mfvi", "ensemble", "concrete"):
         guides.clear()
         run_uci(data, method, [0], None, replace(TINY, init="glorot"), log=lambda m: None)
-        assert guides and all(g.init_loc_fn is init_to_glorot for g in guides), method
+        # Concrete dropout starts tau at its own value and the rest by the init setting
+        inits = [
+            g.init_loc_fn.keywords["fallback"] if method == "concrete" else g.init_loc_fn for g in guides
+        ]
+        assert guides and all(init is init_to_glorot for init in inits), method
     run_uci(data, "mc-dropout", [0], tiny / "out", TINY, log=lambda m: None)
     with pytest.raises(ValueError, match="init='fan-in' but this run has init='glorot'"):
         run_uci(data, "mc-dropout", [0], tiny / "out", replace(TINY, init="glorot"), log=lambda m: None)
     with pytest.raises(ValueError, match="unknown init 'he'; choose from fan-in, glorot"):
         run_uci(data, "mc-dropout", [1], None, replace(TINY, init="he"), log=lambda m: None)
+
+
+def test_concrete_tau_starts_low_and_fixed_and_is_checked_on_resume(tiny):
+    data = load_uci("tiny", tiny)
+    sp = uci_methods.Spec(0, data.splits[0].train, data.splits[0].test)
+    x = torch.randn(4, 10, data.x.shape[1])
+    y = torch.randn(4, 10)
+    stats = Standardiser.fit(x, y)
+
+    def initial_tau(settings):
+        pyro.clear_param_store()
+        _, guide, _ = uci_methods._build("concrete", data.x.shape[1], 5, [sp] * 4, stats, settings)
+        guide(x, y)
+        return guide.median()["tau"].reshape(-1)
+
+    assert TINY.concrete_tau_init == 1.0  # the default: all of y's variance taken for noise
+    assert torch.equal(initial_tau(TINY), torch.ones(4))
+    assert torch.equal(initial_tau(replace(TINY, concrete_tau_init=0.25)), torch.full((4,), 0.25))
+    legacy = initial_tau(replace(TINY, concrete_tau_init=None))  # a sample median of the prior, per run
+    assert len(set(legacy.tolist())) == 4
+    with pytest.raises(ValueError, match=r"concrete_tau_init must be a positive finite precision, got -1\.0"):
+        initial_tau(replace(TINY, concrete_tau_init=-1.0))
+    # a file made before the setting started tau at random: resuming it under the new start is an error
+    out = tiny / "out"
+    for method in ("concrete", "mc-dropout"):
+        run_uci(data, method, [0], out, TINY, log=lambda m: None)
+        path = out / f"tiny_{method}_split00.json"
+        stored = json.loads(path.read_text())
+        del stored["settings"]["concrete_tau_init"]
+        path.write_text(json.dumps(stored))
+    with pytest.raises(ValueError, match=r"concrete_tau_init=None but this run has concrete_tau_init=1\.0"):
+        run_uci(data, "concrete", [0], out, TINY, log=lambda m: None)
+    run_uci(data, "concrete", [0], out, replace(TINY, concrete_tau_init=None), log=lambda m: None)
+    run_uci(data, "mc-dropout", [0], out, TINY, log=lambda m: None)  # the setting is Concrete's only
+    assert uci_methods.Settings.from_stored({"seed": 3}).concrete_tau_init is None
