@@ -97,6 +97,14 @@ def test_grid_stage_reproduces_the_stored_validation_and_compares_a_change(tmp_p
         diffs = [p["now"] - p["stored"] for p in r["points"]]
         assert r["mean_difference"] == pytest.approx(sum(diffs) / len(diffs))
     assert "best grid point" in capsys.readouterr().out
+    # Concrete dropout's grid is its length-scale alone (its rows also hold the learned tau)
+    run_uci(load_uci("tiny", root), "concrete", [0], out, TINY, log=lambda _: None)
+    concrete = tool.main(
+        ["tiny", "0", "--method", "concrete", "--results", str(out), "--data-dir", str(root)]
+    )
+    (row,) = concrete["splits"]
+    assert [p["hyper"] for p in row["points"]] == [{"length_scale": v} for v in TINY.concrete_length_scales]
+    assert all(p["now"] == p["stored"] for p in row["points"])
 
 
 def test_grid_stage_names_what_it_cannot_do(tmp_path):

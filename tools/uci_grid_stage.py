@@ -22,12 +22,10 @@ from typing import Any
 
 from pyro_dropout.cli import parse_splits
 from pyro_dropout.datasets import load_uci
-from pyro_dropout.experiments.uci import grid_stage, load_results
+from pyro_dropout.experiments.uci import grid_points, grid_stage, load_results
 from pyro_dropout.experiments.uci_methods import Settings
 from pyro_dropout.experiments.uci_table import parse_label
 from pyro_dropout.runtime import tune_cpu_allocator
-
-HYPER = ("p", "tau", "epochs", "length_scale")
 
 
 def parse_override(text: str) -> tuple[str, Any]:
@@ -44,10 +42,6 @@ def parse_override(text: str) -> tuple[str, Any]:
     if isinstance(default, tuple):
         return key, tuple(float(v) for v in value.split(","))
     return key, type(default)(value)
-
-
-def _point(row: dict[str, Any]) -> tuple:
-    return tuple(row.get(k) for k in HYPER)
 
 
 def compare_grid(
@@ -70,14 +64,19 @@ def compare_grid(
         setattr(settings, key, value)
     settings.progress = False
     now = grid_stage(data, method, splits, settings)
+    keys = list(grid_points(data, method, settings)[0])  # the grid's own hyper-parameters only
+
+    def point(row: dict[str, Any]) -> tuple:
+        return tuple(row[k] for k in keys)
+
     per_split = []
     for i, old in zip(splits, stored, strict=True):
-        before = {_point(r): r["test_ll"] for r in old["validation"]}
-        after = {_point(r): r["test_ll"] for r in now[i]}
+        before = {point(r): r["test_ll"] for r in old["validation"]}
+        after = {point(r): r["test_ll"] for r in now[i]}
         if set(before) != set(after):
             raise ValueError(f"split {i}: the stored grid {sorted(before)} is not this grid {sorted(after)}")
         points = [
-            {"hyper": dict(zip(HYPER, k, strict=True)), "stored": before[k], "now": after[k]} for k in before
+            {"hyper": dict(zip(keys, k, strict=True)), "stored": before[k], "now": after[k]} for k in before
         ]
         per_split.append(
             {
@@ -122,8 +121,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     out = compare_grid(args.dataset, args.splits, args.method, Path(args.results), overrides, args.data_dir)
     for r in out["splits"]:
         points = "; ".join(
-            f"{', '.join(f'{k}={v}' for k, v in p['hyper'].items() if v is not None)}: "
-            f"{p['stored']:.4f} -> {p['now']:.4f}"
+            f"{', '.join(f'{k}={v}' for k, v in p['hyper'].items())}: {p['stored']:.4f} -> {p['now']:.4f}"
             for p in r["points"]
         )
         print(f"split {r['split']}: best {r['best_stored']:.4f} -> {r['best_now']:.4f} ({points})")

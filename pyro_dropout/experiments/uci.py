@@ -21,7 +21,16 @@ from ..datasets import UCIDataset
 from .uci_methods import LEGACY_SETTINGS, Settings, Spec, run_baseline_split, train_and_score
 from .uci_table import label
 
-__all__ = ["METHODS", "Settings", "Spec", "grid_stage", "load_results", "result_path", "run_uci"]
+__all__ = [
+    "METHODS",
+    "Settings",
+    "Spec",
+    "grid_points",
+    "grid_stage",
+    "load_results",
+    "result_path",
+    "run_uci",
+]
 
 METHODS = ("mc-dropout", "concrete", "bbalpha-0.5", "bbalpha-1", "mfvi", "ensemble", "sgp", "hmc")
 GRID_METHODS = ("mc-dropout", "bbalpha-0.5", "bbalpha-1", "mfvi", "ensemble", "concrete")
@@ -69,7 +78,7 @@ def _run_all(
     return [results[id(sp)] for sp in specs]
 
 
-def _grid(data: UCIDataset, method: str, s: Settings) -> list[dict[str, Any]]:
+def grid_points(data: UCIDataset, method: str, s: Settings) -> list[dict[str, Any]]:
     """The hyper-parameters a method chooses on the validation rows (``p``, ``tau``, ``epochs``...)."""
     if method == "concrete":
         return [{"length_scale": length} for length in s.concrete_length_scales]
@@ -166,7 +175,7 @@ def grid_stage(
     if method not in GRID_METHODS:
         raise ValueError(f"{method!r} has no grid search; these do: {', '.join(GRID_METHODS)}")
     members = ENSEMBLE_SIZE if method == "ensemble" else 1
-    grid = _grid(data, method, s)
+    grid = grid_points(data, method, s)
     specs = []
     for i in splits:
         train = data.splits[i].train
@@ -188,7 +197,7 @@ def _neural_protocol(
     members = ENSEMBLE_SIZE if method == "ensemble" else 1
     if method in GRID_METHODS:
         validation = grid_stage(data, method, splits, s)
-        keys = list(_grid(data, method, s)[0])
+        keys = list(grid_points(data, method, s)[0])
         for i in splits:
             best = max(validation[i], key=lambda r: r["test_ll"])
             chosen[i] = {k: best[k] for k in keys}
