@@ -25,6 +25,7 @@ __all__ = [
     "METHODS",
     "Settings",
     "Spec",
+    "grid_path",
     "grid_points",
     "grid_stage",
     "load_results",
@@ -95,6 +96,11 @@ def result_path(out: Path, dataset: str, name: str, split: int) -> Path:
     return out / f"{dataset}_{name}_split{split:02d}.json"
 
 
+def grid_path(out: Path, dataset: str, name: str, split: int) -> Path:
+    """Where a split's finished grid search is kept until its final model is: ``...splitNN.grid.json``."""
+    return out / f"{dataset}_{name}_split{split:02d}.grid.json"
+
+
 def load_results(out: Path, dataset: str, name: str, splits: Sequence[int]) -> list[dict[str, Any]]:
     """The stored results of ``splits`` (``name``: a table label such as ``mc-dropout-per-draw``)."""
     rows = []
@@ -117,8 +123,9 @@ def run_uci(
     """Run the protocol for ``method`` on ``splits`` (default: all); one JSON file per split in ``out``.
 
     Splits whose result file exists are kept (the run is resumable), if they were made with
-    the same command-line settings (``CHECKED_SETTINGS``; else an error). Returns the results
-    of the splits run now and of those kept.
+    the same command-line settings (``CHECKED_SETTINGS``; else an error). The grid search of
+    each split is written to ``grid_path`` as soon as it ends, so a run stopped during the
+    final stage resumes there. Returns the results of the splits run now and of those kept.
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
@@ -140,7 +147,8 @@ def run_uci(
     if method in ("sgp", "hmc"):
         results = {i: run_baseline_split(method, data, i, s) for i in todo}
     else:
-        results = _neural_protocol(data, method, todo, s, log)
+        grids = {i: grid_path(out, data.name, name, i) if out else None for i in todo}
+        results = _neural_protocol(data, method, todo, s, log, grids)
     seconds = time.perf_counter() - start
     for i in todo:
         results[i].update(
@@ -156,6 +164,8 @@ def run_uci(
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(results[i], indent=1))
+            # the result holds the grid search too: its checkpoint has done its work
+            grid_path(path.parent, data.name, name, i).unlink(missing_ok=True)
     log(f"{data.name} {method}: {len(todo)} splits in {seconds:.1f} s")
     return [kept.get(i) or results[i] for i in splits]
 
@@ -189,14 +199,54 @@ def grid_stage(
     return validation
 
 
+def _grid_with_checkpoints(
+    data: UCIDataset,
+    method: str,
+    splits: list[int],
+    s: Settings,
+    log: Callable,
+    grids: dict[int, Path | None],
+) -> dict[int, list[dict[str, Any]]]:
+    """The grid search of ``splits``, reading finished ones from ``grids`` and writing new ones there."""
+    stored = {i: json.loads(p.read_text()) for i, p in grids.items() if p is not None and p.is_file()}
+    _check_kept(grids, stored, s, method)
+    validation = {i: stored[i]["validation"] for i in stored}
+    if stored:
+        log(f"{data.name} {method}: keeping the finished grid search of splits {sorted(stored)}")
+    todo = [i for i in splits if i not in stored]
+    if todo:
+        start = time.perf_counter()
+        validation.update(grid_stage(data, method, todo, s))
+        seconds = time.perf_counter() - start
+        for i in todo:
+            path = grids[i]
+            if path is not None:
+                record = {
+                    "dataset": data.name,
+                    "method": method,
+                    "split": i,
+                    "grid_seconds": seconds,
+                    "settings": asdict(s),
+                    "validation": validation[i],
+                }
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps(record, indent=1))
+    return validation
+
+
 def _neural_protocol(
-    data: UCIDataset, method: str, splits: list[int], s: Settings, log: Callable
+    data: UCIDataset,
+    method: str,
+    splits: list[int],
+    s: Settings,
+    log: Callable,
+    grids: dict[int, Path | None] | None = None,
 ) -> dict[int, dict]:
     chosen: dict[int, dict[str, Any]] = {i: {} for i in splits}
     validation: dict[int, list[dict]] = {}
     members = ENSEMBLE_SIZE if method == "ensemble" else 1
     if method in GRID_METHODS:
-        validation = grid_stage(data, method, splits, s)
+        validation = _grid_with_checkpoints(data, method, splits, s, log, grids or dict.fromkeys(splits))
         keys = list(grid_points(data, method, s)[0])
         for i in splits:
             best = max(validation[i], key=lambda r: r["test_ll"])

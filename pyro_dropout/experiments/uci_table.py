@@ -110,7 +110,8 @@ def collect(results: Path) -> list[dict[str, Any]]:
         raise FileNotFoundError(
             f"no results folder {results}; run `pyro-dropout uci ... --out {results}` first"
         )
-    files = sorted(results.rglob("*.json"))
+    # a split's finished grid search (``*.grid.json``) waits there for its final model: not a result
+    files = sorted(f for f in results.rglob("*.json") if not f.name.endswith(".grid.json"))
     if not files:
         raise FileNotFoundError(
             f"no result files (*.json) under {results}; run `pyro-dropout uci ... --out {results}` first"

@@ -378,3 +378,41 @@ def test_concrete_tau_starts_low_and_fixed_and_is_checked_on_resume(tiny):
     run_uci(data, "concrete", [0], out, replace(TINY, concrete_tau_init=None), log=lambda m: None)
     run_uci(data, "mc-dropout", [0], out, TINY, log=lambda m: None)  # the setting is Concrete's only
     assert uci_methods.Settings.from_stored({"seed": 3}).concrete_tau_init is None
+
+
+def test_a_run_stopped_in_the_final_stage_resumes_there(tiny, monkeypatch):
+    data = load_uci("tiny", tiny)
+    whole = run_uci(data, "mc-dropout", [0, 1], tiny / "whole", TINY, log=lambda m: None)
+    original = uci_module.train_and_score
+    stages = []
+
+    def stop_in_final(data_, method, specs, s, num_samples, desc):
+        stages.append(desc)
+        if "final" in desc:
+            raise KeyboardInterrupt
+        return original(data_, method, specs, s, num_samples, desc)
+
+    monkeypatch.setattr(uci_module, "train_and_score", stop_in_final)
+    out = tiny / "stopped"
+    with pytest.raises(KeyboardInterrupt):
+        run_uci(data, "mc-dropout", [0, 1], out, TINY, log=lambda m: None)
+    grids = sorted(p.name for p in out.iterdir())
+    assert grids == ["tiny_mc-dropout_split00.grid.json", "tiny_mc-dropout_split01.grid.json"]
+    with pytest.raises(FileNotFoundError, match="no result files"):
+        collect(out)  # a grid search alone is not a result
+    # a stored grid search made with other settings is not used
+    with pytest.raises(ValueError, match=r"split00\.grid\.json was made with seed=0 but this run has seed=1"):
+        run_uci(data, "mc-dropout", [0], out, replace(TINY, seed=1), log=lambda m: None)
+    stages.clear()
+    monkeypatch.setattr(uci_module, "train_and_score", lambda *a: (stages.append(a[-1]), original(*a))[1])
+    messages = []
+    resumed = run_uci(data, "mc-dropout", [0, 1], out, TINY, log=messages.append)
+    assert all("final" in d for d in stages)  # no grid training
+    assert any("keeping the finished grid search of splits [0, 1]" in m for m in messages)
+    for a, b in zip(whole, resumed, strict=True):  # the final stage is seeded on its own
+        assert a["validation"] == b["validation"] and (a["p"], a["tau"]) == (b["p"], b["tau"])
+        assert a["test_ll"] == b["test_ll"] and a["rmse"] == b["rmse"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "tiny_mc-dropout_split00.json",
+        "tiny_mc-dropout_split01.json",
+    ]
