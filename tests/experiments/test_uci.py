@@ -358,9 +358,12 @@ def test_concrete_tau_starts_low_and_fixed_and_is_checked_on_resume(tiny):
         guide(x, y)
         return guide.median()["tau"].reshape(-1)
 
-    assert TINY.concrete_tau_init == 1.0  # the default: all of y's variance taken for noise
-    assert torch.equal(initial_tau(TINY), torch.ones(4))
-    assert torch.equal(initial_tau(replace(TINY, concrete_tau_init=0.25)), torch.full((4,), 0.25))
+    assert TINY.concrete_tau_init == 1e-3  # the default: low, chosen on validation rows
+    # (through the guide's log-parametrisation: equal to float32 rounding)
+    assert torch.allclose(initial_tau(TINY), torch.full((4,), 1e-3), rtol=1e-6, atol=0)
+    assert torch.allclose(
+        initial_tau(replace(TINY, concrete_tau_init=0.25)), torch.full((4,), 0.25), rtol=1e-6
+    )
     legacy = initial_tau(replace(TINY, concrete_tau_init=None))  # a sample median of the prior, per run
     assert len(set(legacy.tolist())) == 4
     with pytest.raises(ValueError, match=r"concrete_tau_init must be a positive finite precision, got -1\.0"):
@@ -373,7 +376,7 @@ def test_concrete_tau_starts_low_and_fixed_and_is_checked_on_resume(tiny):
         stored = json.loads(path.read_text())
         del stored["settings"]["concrete_tau_init"]
         path.write_text(json.dumps(stored))
-    with pytest.raises(ValueError, match=r"concrete_tau_init=None but this run has concrete_tau_init=1\.0"):
+    with pytest.raises(ValueError, match=r"concrete_tau_init=None but this run has concrete_tau_init=0\.001"):
         run_uci(data, "concrete", [0], out, TINY, log=lambda m: None)
     run_uci(data, "concrete", [0], out, replace(TINY, concrete_tau_init=None), log=lambda m: None)
     run_uci(data, "mc-dropout", [0], out, TINY, log=lambda m: None)  # the setting is Concrete's only
