@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow test-all lint format bench uci uci-table uci-docs clean
+.PHONY: setup demo test test-slow test-all lint format docs bench uci uci-table uci-docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
