@@ -11,10 +11,16 @@ from tests.scripts import load_script
 from tests.uci_data import TINY, write_tiny_uci
 
 
-def test_final_stage_reproduces_the_stored_result(tmp_path):
+def _stored_run(tmp_path, splits, settings=TINY):
+    """Tiny UCI data under ``tmp_path`` and MC dropout's results on ``splits``: ``(data root, results)``."""
     root = write_tiny_uci(tmp_path)
     out = tmp_path / "results"
-    run_uci(load_uci("tiny", root), "mc-dropout", [0, 1], out, TINY, log=lambda _: None)
+    run_uci(load_uci("tiny", root), "mc-dropout", splits, out, settings, log=lambda _: None)
+    return root, out
+
+
+def test_final_stage_reproduces_the_stored_result(tmp_path):
+    root, out = _stored_run(tmp_path, [0, 1])
     tool = load_script("tools", "uci_final_stage")
     args = ["tiny", "0-1", "--results", str(out), "--data-dir", str(root)]
     same = tool.main(args)
@@ -31,9 +37,7 @@ def test_final_stage_reproduces_the_stored_result(tmp_path):
 
 def test_final_stage_of_a_per_draw_result_made_before_the_setting(tmp_path):
     """A file without ``per_example_masks`` was trained with one mask per draw, and re-runs so."""
-    root = write_tiny_uci(tmp_path)
-    out = tmp_path / "results"
-    run_uci(load_uci("tiny", root), "mc-dropout", [0], out, replace(TINY, per_example_masks=False), log=print)
+    root, out = _stored_run(tmp_path, [0], replace(TINY, per_example_masks=False))
     path = out / "tiny_mc-dropout-per-draw_split00.json"
     stored = json.loads(path.read_text())
     del stored["settings"]["per_example_masks"]
@@ -80,9 +84,7 @@ def test_paired_comparison_with_the_published_per_split_results(tmp_path, capsys
 
 
 def test_grid_stage_reproduces_the_stored_validation_and_compares_a_change(tmp_path, capsys):
-    root = write_tiny_uci(tmp_path)
-    out = tmp_path / "results"
-    run_uci(load_uci("tiny", root), "mc-dropout", [0, 1], out, TINY, log=lambda _: None)
+    root, out = _stored_run(tmp_path, [0, 1])
     tool = load_script("tools", "uci_grid_stage")
     args = ["tiny", "0-1", "--results", str(out), "--data-dir", str(root)]
     same = tool.main(args)

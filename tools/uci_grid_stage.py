@@ -15,8 +15,6 @@ so a setting can be chosen this way without looking at the test rows. Nothing is
 from __future__ import annotations
 
 import argparse
-import math
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +22,14 @@ from pyro_dropout.cli import parse_splits
 from pyro_dropout.datasets import load_uci
 from pyro_dropout.experiments.uci import grid_points, grid_stage, load_results
 from pyro_dropout.experiments.uci_methods import Settings
-from pyro_dropout.experiments.uci_table import parse_label
+from pyro_dropout.experiments.uci_table import mean_se, parse_label
 from pyro_dropout.runtime import tune_cpu_allocator
 
 
 def parse_override(text: str) -> tuple[str, Any]:
     """``KEY=VALUE`` for a field of :class:`Settings`, the value converted to the field's type."""
     key, sep, value = text.partition("=")
-    defaults = {f.name: getattr(Settings(), f.name) for f in fields(Settings)}
+    defaults = vars(Settings())
     if not sep or key not in defaults:
         raise ValueError(f"--set needs KEY=VALUE with KEY one of {', '.join(sorted(defaults))}; got {text!r}")
     default = defaults[key]
@@ -90,18 +88,9 @@ def compare_grid(
     return {
         "settings": overrides,
         "splits": per_split,
-        "best": _mean_se([r["best_now"] - r["best_stored"] for r in per_split]),
-        "average_point": _mean_se([r["mean_difference"] for r in per_split]),
+        "best": mean_se([r["best_now"] - r["best_stored"] for r in per_split]),
+        "average_point": mean_se([r["mean_difference"] for r in per_split]),
     }
-
-
-def _mean_se(values: list[float]) -> tuple[float, float]:
-    n = len(values)
-    mean = sum(values) / n
-    if n < 2:
-        return mean, math.nan
-    var = sum((v - mean) ** 2 for v in values) / (n - 1)
-    return mean, math.sqrt(var / n)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

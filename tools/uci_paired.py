@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
+
+from pyro_dropout.experiments.uci_table import mean_se
 
 PUBLISHED = Path(__file__).resolve().parent / "published_uci_per_split.json"
 
@@ -33,9 +34,8 @@ def paired(dataset: str, method: str, results: Path) -> dict[str, dict[str, floa
     out = {}
     for metric, values in published.items():
         diffs = [ours[s][metric] - values[s] for s in sorted(ours) if s < len(values)]
-        mean = sum(diffs) / len(diffs)
-        sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1)) if len(diffs) > 1 else math.nan
-        out[metric] = {"mean": mean, "se": sd / math.sqrt(len(diffs)), "n": float(len(diffs))}
+        mean, se = mean_se(diffs)
+        out[metric] = {"mean": mean, "se": se, "n": float(len(diffs))}
     for s in sorted(ours):
         cells = [f"{m} {ours[s][m]:.4g} / {published[m][s]:.4g}" for m in published if s < len(published[m])]
         print(f"split {s:2d}: " + ", ".join(cells) + "  (ours / published)")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..datasets import UCIDataset
-from .uci_methods import LEGACY_SETTINGS, Settings, Spec, run_baseline_split, train_and_score
+from .uci_methods import Settings, Spec, run_baseline_split, train_and_score
 from .uci_table import label
 
 __all__ = [
@@ -44,19 +44,20 @@ CHECKED_SETTINGS = ("epochs_multiplier", "num_samples", "validation_samples", "s
 METHOD_SETTINGS = {"concrete": ("concrete_tau_init",)}  # checked for that method only
 
 
-def _check_kept(
-    paths: dict[int, Path | None], kept: dict[int, dict[str, Any]], s: Settings, method: str
-) -> None:
-    """Finished splits are kept only if they ran with this run's settings (``CHECKED_SETTINGS``)."""
-    defaults = {**asdict(Settings()), **LEGACY_SETTINGS}
+def _read_kept(paths: dict[int, Path | None], s: Settings, method: str) -> dict[int, dict[str, Any]]:
+    """The finished files among ``paths`` (results or grid searches), each checked to have been
+    made with this run's settings (``CHECKED_SETTINGS``; else an error)."""
+    kept = {i: json.loads(p.read_text()) for i, p in paths.items() if p is not None and p.is_file()}
     for i, stored in kept.items():
+        made_with = Settings.from_stored(stored.get("settings", {}))  # missing keys: LEGACY_SETTINGS
         for key in CHECKED_SETTINGS + METHOD_SETTINGS.get(method, ()):
-            was, now = stored.get("settings", {}).get(key, defaults[key]), getattr(s, key)
+            was, now = getattr(made_with, key), getattr(s, key)
             if was != now:
                 raise ValueError(
                     f"{paths[i]} was made with {key}={was!r} but this run has {key}={now!r}; "
                     "give another --out folder (or remove the file to re-run it)"
                 )
+    return kept
 
 
 # --- the protocol ------------------------------------------------------------------------------
@@ -98,7 +99,7 @@ def result_path(out: Path, dataset: str, name: str, split: int) -> Path:
 
 def grid_path(out: Path, dataset: str, name: str, split: int) -> Path:
     """Where a split's finished grid search is kept until its final model is: ``...splitNN.grid.json``."""
-    return out / f"{dataset}_{name}_split{split:02d}.grid.json"
+    return result_path(out, dataset, name, split).with_suffix(".grid.json")
 
 
 def load_results(out: Path, dataset: str, name: str, splits: Sequence[int]) -> list[dict[str, Any]]:
@@ -136,8 +137,7 @@ def run_uci(
         raise ValueError(f"{data.name} has splits 0-{data.n_splits - 1}; got {bad}")
     name = label(method, s.per_example_masks)
     paths = {i: result_path(out, data.name, name, i) if out else None for i in splits}
-    kept = {i: json.loads(p.read_text()) for i, p in paths.items() if p is not None and p.is_file()}
-    _check_kept(paths, kept, s, method)
+    kept = _read_kept(paths, s, method)
     todo = [i for i in splits if i not in kept]
     if kept:
         log(f"{data.name} {method}: keeping finished splits {sorted(kept)}")
@@ -208,8 +208,7 @@ def _grid_with_checkpoints(
     grids: dict[int, Path | None],
 ) -> dict[int, list[dict[str, Any]]]:
     """The grid search of ``splits``, reading finished ones from ``grids`` and writing new ones there."""
-    stored = {i: json.loads(p.read_text()) for i, p in grids.items() if p is not None and p.is_file()}
-    _check_kept(grids, stored, s, method)
+    stored = _read_kept(grids, s, method)
     validation = {i: stored[i]["validation"] for i in stored}
     if stored:
         log(f"{data.name} {method}: keeping the finished grid search of splits {sorted(stored)}")

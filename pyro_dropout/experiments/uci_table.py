@@ -15,6 +15,7 @@ __all__ = [
     "collect",
     "label",
     "markdown_table",
+    "mean_se",
     "parse_label",
     "summarise",
 ]
@@ -125,7 +126,8 @@ def methods_in(summary: dict[tuple[str, str], Any]) -> list[str]:
     return [m for m in ORDER if m in present] + sorted(present - set(ORDER))
 
 
-def _mean_se(values: list[float]) -> tuple[float, float]:
+def mean_se(values: list[float]) -> tuple[float, float]:
+    """The mean of ``values`` and its standard error (NaN for a single value)."""
     n = len(values)
     mean = sum(values) / n
     if n < 2:
@@ -144,9 +146,9 @@ def summarise(rows: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any
     for key, group in groups.items():
         std = [r["rmse_standard"] for r in group if r.get("rmse_standard") is not None]
         out[key] = {
-            "rmse": _mean_se([r["rmse"] for r in group]),
-            "rmse_standard": _mean_se(std) if len(std) == len(group) else None,
-            "test_ll": _mean_se([r["test_ll"] for r in group]),
+            "rmse": mean_se([r["rmse"] for r in group]),
+            "rmse_standard": mean_se(std) if len(std) == len(group) else None,
+            "test_ll": mean_se([r["test_ll"] for r in group]),
             "splits": len(group),
             "protocol_seconds": sum({r.get("protocol_seconds", 0.0) for r in group}),
         }
