@@ -51,6 +51,7 @@ def _uci(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         per_example_masks=args.masks == "example",
         init=args.init,
+        hidden_layers=args.hidden_layers,
     )
     results = run_uci(data, args.method, args.splits, Path(args.out), settings)
     done = [r for r in results if r is not None]
@@ -122,6 +123,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("fan-in", "glorot"),
         default="fan-in",
         help="initial weight means: torch.nn's U(+-1/sqrt(fan-in)) (default) or Keras' Glorot uniform",
+    )
+    uci.add_argument(
+        "--hidden-layers",
+        type=int,
+        default=1,
+        help="hidden layers of n_hidden.txt units: 1, the published protocol (default); 2 is paper "
+        "001's UCI network (results labelled METHOD-2-layers)",
     )
     uci.add_argument("--device", default="cpu", help="cpu or cuda")
     uci.add_argument("--quiet", action="store_true", help="no progress bars")

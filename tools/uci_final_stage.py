@@ -70,7 +70,7 @@ def final_stage(
 ) -> list[dict[str, Any]]:
     """Re-run the final stage; one ``{split, now: {rmse, test_ll}, stored: {...}}`` per split."""
     name = method
-    method, _ = parse_label(name)
+    method = parse_label(name).method
     if method not in ONE_RUN_PER_SPLIT:
         raise ValueError(
             f"the final stage of {method!r} is not one network per split; choose from {ONE_RUN_PER_SPLIT}"

@@ -52,7 +52,7 @@ def compare_grid(
 ) -> dict[str, Any]:
     """Re-run the grid; ``{"splits": [{split, points: [{hyper, stored, now}], best_*}], summary}``."""
     name = method
-    method, _ = parse_label(name)
+    method = parse_label(name).method
     data = load_uci(dataset, data_dir)
     stored = load_results(results, data.name, name, splits)
     if not all(row.get("validation") for row in stored):

@@ -135,7 +135,7 @@ def run_uci(
     bad = [i for i in splits if not 0 <= i < data.n_splits]
     if bad:
         raise ValueError(f"{data.name} has splits 0-{data.n_splits - 1}; got {bad}")
-    name = label(method, s.per_example_masks)
+    name = label(method, s.per_example_masks, s.hidden_layers)
     paths = {i: result_path(out, data.name, name, i) if out else None for i in splits}
     kept = _read_kept(paths, s, method)
     todo = [i for i in splits if i not in kept]

@@ -37,6 +37,9 @@ class Settings:
     # initial weight means of every network: "fan-in" (torch.nn's U(+-1/sqrt(fan-in))) or "glorot"
     # (Keras' default, used by the published code); biases start at zero either way
     init: str = "fan-in"
+    # hidden layers of n_hidden.txt units each: 1 as in the published MC dropout protocol; paper 001
+    # (Concrete dropout, section 4.2) used 2 on the UCI data sets
+    hidden_layers: int = 1
     num_samples: int = 10_000  # T at test time
     validation_samples: int = 1_000  # T when scoring the grid on the validation rows
     chunk_size: int = 100  # draws per prediction chunk, at most
@@ -67,6 +70,11 @@ class Settings:
     seed: int = 0
     device: str = "cpu"
     progress: bool = True
+
+    def __post_init__(self) -> None:
+        layers = self.hidden_layers
+        if isinstance(layers, bool) or not isinstance(layers, int) or layers < 1:
+            raise ValueError(f"hidden_layers must be a whole number >= 1, got {self.hidden_layers!r}")
 
     @classmethod
     def from_stored(cls, stored: dict[str, Any]) -> Settings:
@@ -106,6 +114,7 @@ def _build(method: str, d: int, hidden: int, specs: list[Spec], stats: Standardi
     runs = len(specs)
     if s.init not in INITS:
         raise ValueError(f"unknown init {s.init!r}; choose from {', '.join(INITS)}")
+    widths = (hidden,) * s.hidden_layers
     init_loc_fn = INITS[s.init]
     dev = torch.device(s.device)
 
@@ -118,10 +127,10 @@ def _build(method: str, d: int, hidden: int, specs: list[Spec], stats: Standardi
         raise ValueError("runs trained together need the same prior length-scale")
     length_scale = specs[0].length_scale or s.length_scale
     if method == "concrete":
-        per_layer = [length_scale * math.sqrt(k) for k in (d, hidden)]
+        per_layer = [length_scale * math.sqrt(k) for k in (d, *widths)]  # K_in of each weight layer
         model = MLP(
             d,
-            hidden=(hidden,),
+            hidden=widths,
             tau="learned",
             tau_prior=s.concrete_tau_prior,
             runs=runs,
@@ -134,17 +143,17 @@ def _build(method: str, d: int, hidden: int, specs: list[Spec], stats: Standardi
         return model, guide, DropoutELBO(per_example_masks=s.per_example_masks)
     if method == "ensemble":
         model = MLP(
-            d, hidden=(hidden,), likelihood="heteroscedastic", runs=runs, length_scale=s.length_scale
+            d, hidden=widths, likelihood="heteroscedastic", runs=runs, length_scale=s.length_scale
         ).to(dev)
         return model, DropoutGuide(model, dropout=0.0, init_loc_fn=init_loc_fn), DropoutELBO()
     # tau on the original scale -> precision of the standardised targets: tau * std_y^2
     tau_norm = per_run([sp.tau for sp in specs]) * stats.y_std.to(dev).pow(2)
     if method == "mfvi":
         model = MLP(
-            d, hidden=(hidden,), tau=tau_norm, runs=runs, prior="normal", length_scale=s.mfvi_length_scale
+            d, hidden=widths, tau=tau_norm, runs=runs, prior="normal", length_scale=s.mfvi_length_scale
         ).to(dev)
         return model, MeanFieldGuide(model, init_loc_fn=init_loc_fn), DropoutELBO()
-    model = MLP(d, hidden=(hidden,), tau=tau_norm, runs=runs, length_scale=length_scale).to(dev)
+    model = MLP(d, hidden=widths, tau=tau_norm, runs=runs, length_scale=length_scale).to(dev)
     p = per_run([sp.p for sp in specs]).reshape(runs, 1)
     guide = DropoutGuide(model, dropout=p, init_loc_fn=init_loc_fn)
     loss = (
@@ -336,7 +345,7 @@ def run_baseline_split(method: str, data: UCIDataset, split: int, settings: Sett
     elif method == "hmc":
         model = MLP(
             xs.shape[1],
-            hidden=(data.n_hidden,),
+            hidden=(data.n_hidden,) * settings.hidden_layers,
             tau="learned",
             tau_prior=settings.concrete_tau_prior,
             prior="normal",

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "MASKED_METHODS",
     "PUBLISHED",
     "SOURCES",
+    "Label",
     "collect",
     "label",
     "markdown_table",
@@ -59,17 +61,28 @@ PUBLISHED: dict[str, dict[str, tuple[float, float, float, float]]] = {
         "wine-quality-red": (0.62, 0.01, -0.93, 0.01),
     },
 }
+# paper 001's own MC-dropout baseline, on its two-hidden-layer network (Tables 3-4, "Dropout")
+PUBLISHED_TWO_LAYERS: dict[str, tuple[float, float, float, float]] = {
+    "bostonHousing": (2.80, 0.13, -2.34, 0.03),
+    "concrete": (4.50, 0.18, -2.82, 0.02),
+    "kin8nm": (0.08, 0.00, 1.10, 0.00),
+    "naval-propulsion-plant": (0.00, 0.00, 4.32, 0.00),
+    "power-plant": (3.63, 0.04, -2.67, 0.01),
+    "protein-tertiary-structure": (3.62, 0.01, -2.70, 0.00),
+    "wine-quality-red": (0.60, 0.01, -0.90, 0.01),
+}
 SOURCES = {
     "pub. MC dropout 2016": "MC dropout, Gal & Ghahramani 2016, Table 1",
     "pub. VI 2016": "mean-field VI (Graves 2011) as reported in Gal & Ghahramani 2016, Table 1",
     "pub. Concrete 2017": "Concrete dropout after the final M-step (CDropoutM), Gal, Hron & Kendall 2017, "
-    "Tables 3-4 (their own architecture and length-scales)",
+    "Tables 3-4 (two hidden layers of 50 units, §4.2; their own length-scales)",
     "pub. MC dropout 2018": "MC dropout, 2018 grid-search re-run with 10x epochs (the protocol run here)",
 }
 REFERENCE = "pub. MC dropout 2018"
 # the methods that train with dropout masks, one per example (the default) or one per draw
 MASKED_METHODS = ("mc-dropout", "concrete", "bbalpha-0.5", "bbalpha-1")
 PER_DRAW = "-per-draw"  # the label suffix of their runs trained with one mask per function draw
+LAYERS = "-layers"  # "-2-layers": the label suffix of runs with more than one hidden layer
 ORDER = (
     "mc-dropout",
     "mc-dropout" + PER_DRAW,
@@ -86,23 +99,41 @@ ORDER = (
 )
 
 
-def label(method: str, per_example_masks: bool) -> str:
+class Label(NamedTuple):
+    """What a table label says about its runs (see :func:`label`)."""
+
+    method: str
+    per_example_masks: bool
+    hidden_layers: int
+
+
+def label(method: str, per_example_masks: bool, hidden_layers: int = 1) -> str:
     """The name a method's results go by: a dropout method trained with one mask per example
     (the protocol's default, as in the published code) is ``mc-dropout``; with one mask per
-    function draw it is ``mc-dropout-per-draw``. Methods without dropout masks keep their name."""
-    return method + PER_DRAW if method in MASKED_METHODS and not per_example_masks else method
+    function draw it is ``mc-dropout-per-draw``. Methods without dropout masks keep their name.
+    A network with more than the protocol's one hidden layer adds ``-L-layers``
+    (``concrete-2-layers``); the sparse GP has no layers."""
+    name = method + PER_DRAW if method in MASKED_METHODS and not per_example_masks else method
+    return name + f"-{hidden_layers}{LAYERS}" if hidden_layers != 1 and method != "sgp" else name
 
 
-def parse_label(name: str) -> tuple[str, bool]:
-    """``(method, per_example_masks)`` of a label made by :func:`label`."""
+def parse_label(name: str) -> Label:
+    """``(method, per_example_masks, hidden_layers)`` of a label made by :func:`label`."""
+    layers = 1
+    match = re.fullmatch(rf"(.+)-(\d+){LAYERS}", name)
+    if match:
+        name, layers = match.group(1), int(match.group(2))
     if name.endswith(PER_DRAW) and name.removesuffix(PER_DRAW) in MASKED_METHODS:
-        return name.removesuffix(PER_DRAW), False
-    return name, True
+        return Label(name.removesuffix(PER_DRAW), False, layers)
+    return Label(name, True, layers)
 
 
 def _label_of(row: dict[str, Any]) -> str:
-    # results made before the setting existed were trained with one mask per draw
-    return label(row["method"], bool(row.get("settings", {}).get("per_example_masks", False)))
+    # results made before a setting existed: one mask per draw, one hidden layer
+    settings = row.get("settings", {})
+    return label(
+        row["method"], bool(settings.get("per_example_masks", False)), int(settings.get("hidden_layers", 1))
+    )
 
 
 def collect(results: Path) -> list[dict[str, Any]]:
@@ -183,10 +214,16 @@ def _verdict(ours: dict[str, Any], published: tuple[float, float, float, float])
 
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
-    """Markdown tables of test RMSE and test log-likelihood (mean ± standard error over splits)."""
+    """Markdown tables of test RMSE and test log-likelihood (mean ± standard error over splits).
+
+    Runs of the protocol's one-hidden-layer network fill the main tables; runs with more
+    hidden layers (labels ``...-L-layers``) get their own table, next to paper 001's
+    two-layer figures."""
     summary = summarise(rows)
     datasets = sorted({d for d, _ in summary})
-    methods = methods_in(summary)
+    every = methods_in(summary)
+    methods = [m for m in every if parse_label(m).hidden_layers == 1]
+    deeper = [m for m in every if parse_label(m).hidden_layers != 1]
     lines = ["Published columns: " + "; ".join(f"*{k}*: {v}" for k, v in SOURCES.items()) + ".", ""]
     for metric, title in (
         ("rmse", "Test RMSE (lower is better)"),
@@ -196,6 +233,8 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         head = ["data set", *methods, *PUBLISHED]
         lines += [f"### {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for d in datasets:
+            if not any((d, m) in summary for m in methods):
+                continue
             cells = [
                 _cell(summary[(d, m)][metric], _digits(d)) if (d, m) in summary else "—" for m in methods
             ]
@@ -231,11 +270,42 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         "|" + "---|" * (len(methods) + 1),
     ]
     for d in datasets:
-        cells = [
-            f"{summary[(d, m)]['splits']} · {summary[(d, m)]['protocol_seconds'] / 60:.1f} min"
-            if (d, m) in summary
-            else "—"
-            for m in methods
-        ]
+        if not any((d, m) in summary for m in methods):
+            continue
+        cells = [_splits_and_time(summary.get((d, m))) for m in methods]
         lines.append("| " + " | ".join([d, *cells]) + " |")
+    if deeper:
+        lines += ["", *_deeper_table(summary, datasets, deeper)]
     return "\n".join(lines) + "\n"
+
+
+def _splits_and_time(s: dict[str, Any] | None) -> str:
+    return "—" if s is None else f"{s['splits']} · {s['protocol_seconds'] / 60:.1f} min"
+
+
+def _deeper_table(summary: dict[tuple[str, str], Any], datasets: list[str], deeper: list[str]) -> list[str]:
+    concrete = PUBLISHED["pub. Concrete 2017"]
+    lines = [
+        "### Networks with more hidden layers",
+        "",
+        "Published columns: *pub. Dropout 2017*: MC dropout with hand-tuned rates on two hidden layers "
+        'of 50 units, Gal, Hron & Kendall 2017, Tables 3-4 ("Dropout"); *pub. Concrete 2017*: as above, '
+        "on the same network.",
+        "",
+        "| data set | run | RMSE | test LL | splits · wall time | pub. Dropout 2017 | pub. Concrete 2017 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for d in datasets:
+        for m in deeper:
+            if (d, m) not in summary:
+                continue
+            s = summary[(d, m)]
+            pubs = [
+                f"{_cell((p[0], p[1]), 2)} / {_cell((p[2], p[3]), 2)}" if p is not None else "—"
+                for p in (PUBLISHED_TWO_LAYERS.get(d), concrete.get(d))
+            ]
+            lines.append(
+                f"| {d} | {m} | {_cell(s['rmse'], _digits(d))} | {_cell(s['test_ll'], _digits(d))} | "
+                f"{_splits_and_time(s)} | {' | '.join(pubs)} |"
+            )
+    return lines

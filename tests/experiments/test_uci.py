@@ -106,11 +106,41 @@ def test_masks_per_example_by_default_and_per_draw_on_request(tiny, method, monk
 def test_labels_and_results_made_before_the_setting():
     assert label("mc-dropout", True) == "mc-dropout" and label("mc-dropout", False) == "mc-dropout-per-draw"
     assert label("sgp", False) == "sgp" and label("mfvi", True) == "mfvi"  # no masks, one name
-    assert parse_label("bbalpha-0.5-per-draw") == ("bbalpha-0.5", False)
-    assert parse_label("bbalpha-0.5") == ("bbalpha-0.5", True)
+    assert parse_label("bbalpha-0.5-per-draw") == ("bbalpha-0.5", False, 1)
+    assert parse_label("bbalpha-0.5") == ("bbalpha-0.5", True, 1)
+    # more hidden layers than the protocol's one: a suffix after the masks'
+    assert label("mc-dropout", False, 2) == "mc-dropout-per-draw-2-layers"
+    assert label("sgp", True, 2) == "sgp"  # a GP has no layers
+    for args in [("concrete", True, 2), ("mc-dropout", False, 3), ("hmc", True, 2), ("mfvi", True, 1)]:
+        assert parse_label(label(*args)) == args
     # a result file without the setting was trained with one mask per draw
     row = {"dataset": "d", "method": "mc-dropout", "rmse": 1.0, "rmse_standard": 1.0, "test_ll": -1.0}
     assert set(summarise([{**row, "settings": {"seed": 0}}])) == {("d", "mc-dropout-per-draw")}
+
+
+@pytest.mark.parametrize("method", ["concrete", "mc-dropout", "hmc"])
+def test_two_hidden_layers(tiny, method, monkeypatch):
+    data = load_uci("tiny", tiny)
+    models = _spy_on_build(monkeypatch, part=0)
+    s = replace(TINY, hidden_layers=2, hmc_warmup=10, hmc_samples=10)
+    (result,) = run_uci(data, method, [1], tiny / "out", s, log=lambda m: None)
+    assert math.isfinite(result["rmse"]) and math.isfinite(result["test_ll"])
+    assert result["settings"]["hidden_layers"] == 2
+    assert [p.name for p in (tiny / "out").iterdir()] == [f"tiny_{method}-2-layers_split01.json"]
+    if method != "hmc":  # HMC builds its network outside the vectorised protocol
+        assert models and all([layer.out_features for layer in m.hidden] == [8, 8] for m in models)
+    if method == "concrete":
+        # one learned rate per weight layer; the prior length-scale l * sqrt(K_in) of each
+        assert set(result["learned_p"]) == {"hidden.0.weight", "hidden.1.weight", "output.weight"}
+        ls = result["length_scale"]
+        scales = [float(layer.prior_weight_scale) for layer in [*models[-1].hidden, models[-1].output]]
+        assert scales == pytest.approx([1 / (ls * math.sqrt(k)) for k in (4, 8, 8)])  # prior sd 1 / l
+    # they have their own table, next to paper 001's two-layer figures
+    table = markdown_table(collect(tiny / "out"))
+    assert "### Networks with more hidden layers" in table
+    assert f"| tiny | {method}-2-layers |" in table
+    with pytest.raises(ValueError, match="hidden_layers must be a whole number >= 1, got 0"):
+        replace(TINY, hidden_layers=0)
 
 
 @pytest.mark.parametrize("method", ["concrete", "bbalpha-0.5", "mfvi", "ensemble", "sgp", "hmc"])
@@ -218,6 +248,11 @@ def test_table_and_cli(tiny, capsys):
     )
     stored = json.loads((tiny / "pd" / "tiny_mc-dropout-per-draw_split00.json").read_text())
     assert stored["settings"]["per_example_masks"] is False
+    assert main(["uci", *common, "--method", "mfvi", "--hidden-layers", "2", "--epochs-multiplier", "1"]) == 0
+    stored = json.loads((tiny / "pd" / "tiny_mfvi-2-layers_split00.json").read_text())
+    assert stored["settings"]["hidden_layers"] == 2
+    assert main(["uci", *common, "--method", "mfvi", "--hidden-layers", "0"]) == 2
+    assert "hidden_layers must be a whole number >= 1, got 0" in capsys.readouterr().err
     table = markdown_table(rows)
     assert "| tiny |" in table and "ensemble" in table and "2018 grid-search re-run" in table
     assert "| tiny | 2 · " in table  # the splits-and-wall-time row counts the two splits
