@@ -17,6 +17,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..datasets import UCIDataset
 from .uci_methods import Settings, Spec, run_baseline_split, train_and_score
 from .uci_table import label
@@ -65,7 +67,8 @@ def _groups(specs: list[Spec]) -> list[list[Spec]]:
     """Runs with the same numbers of rows, epochs and prior length-scale train together."""
     by_size: dict[tuple, list[Spec]] = {}
     for sp in specs:
-        by_size.setdefault((len(sp.train), len(sp.score), sp.epochs, sp.length_scale), []).append(sp)
+        test = None if sp.test is None else len(sp.test)
+        by_size.setdefault((len(sp.train), len(sp.score), test, sp.epochs, sp.length_scale), []).append(sp)
     return list(by_size.values())
 
 
@@ -135,7 +138,12 @@ def run_uci(
     bad = [i for i in splits if not 0 <= i < data.n_splits]
     if bad:
         raise ValueError(f"{data.name} has splits 0-{data.n_splits - 1}; got {bad}")
-    name = label(method, s.per_example_masks, s.hidden_layers)
+    if not s.retrain and method not in GRID_METHODS:
+        raise ValueError(
+            f"{method!r} has no grid search, so no grid network to score; "
+            f"the methods with one: {', '.join(GRID_METHODS)}"
+        )
+    name = label(method, s.per_example_masks, s.hidden_layers, s.retrain)
     paths = {i: result_path(out, data.name, name, i) if out else None for i in splits}
     kept = _read_kept(paths, s, method)
     todo = [i for i in splits if i not in kept]
@@ -175,22 +183,29 @@ def _hyper(sp: Spec) -> dict[str, Any]:
     return {k: v for k, v in pairs if v is not None}
 
 
+def _fit_and_validate(train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The grid search's rows: the first 80% of the training rows (file order) fit, the last 20% validate."""
+    cut = int(0.8 * len(train))
+    return train[:cut], train[cut:]
+
+
 def grid_stage(
     data: UCIDataset, method: str, splits: list[int], s: Settings
 ) -> dict[int, list[dict[str, Any]]]:
     """The protocol's grid search: each split's grid points trained on the first 80% of its
     training rows (file order) and scored on the last 20%. Returns, per split, one row per grid
     point: its hyper-parameters and its validation scores (``test_ll`` is the validation
-    log-likelihood)."""
+    log-likelihood); with ``Settings.retrain`` False, also its scores on the test rows (``test``),
+    as the published code reports the test score of the grid network that validation chose."""
     if method not in GRID_METHODS:
         raise ValueError(f"{method!r} has no grid search; these do: {', '.join(GRID_METHODS)}")
     members = ENSEMBLE_SIZE if method == "ensemble" else 1
     grid = grid_points(data, method, s)
     specs = []
     for i in splits:
-        train = data.splits[i].train
-        cut = int(0.8 * len(train))  # the first 80% (file order) train, the last 20% validate
-        specs += [Spec(i, train[:cut], train[cut:], **h, member=m) for h in grid for m in range(members)]
+        fit, validate = _fit_and_validate(data.splits[i].train)
+        test = None if s.retrain else data.splits[i].test
+        specs += [Spec(i, fit, validate, **h, member=m, test=test) for h in grid for m in range(members)]
     scores = _run_all(data, method, specs, s, s.validation_samples, f"{data.name} {method} grid")
     validation: dict[int, list[dict[str, Any]]] = {i: [] for i in splits}
     for sp, sc in zip(specs, scores, strict=True):
@@ -251,6 +266,8 @@ def _neural_protocol(
             best = max(validation[i], key=lambda r: r["test_ll"])
             chosen[i] = {k: best[k] for k in keys}
         log(f"{data.name} {method}: grid chosen {[chosen[i] for i in splits]}")
+    if not s.retrain:  # the published code's test score: the chosen grid network, trained on 80%
+        return {i: _grid_network_result(data, i, validation[i], chosen[i]) for i in splits}
     specs = [
         Spec(i, data.splits[i].train, data.splits[i].test, **chosen[i], member=m)
         for i in splits
@@ -270,3 +287,20 @@ def _neural_protocol(
             "validation": validation.get(sp.split, []),
         }
     return results
+
+
+def _grid_network_result(
+    data: UCIDataset, split: int, validation: list[dict[str, Any]], chosen: dict[str, Any]
+) -> dict[str, Any]:
+    """A split's result when the grid network that validation chose is scored on the test rows."""
+    best = next(r for r in validation if all(r[k] == v for k, v in chosen.items()))
+    # the grid row's hyper-parameters and learned values (Concrete's p and tau), with its test scores
+    kept = {k: v for k, v in best.items() if k != "test" and k not in best["test"]}
+    return {
+        "p": chosen.get("p"),
+        **kept,
+        **best["test"],
+        "n_train": len(_fit_and_validate(data.splits[split].train)[0]),
+        "n_test": len(data.splits[split].test),
+        "validation": validation,
+    }

@@ -83,6 +83,7 @@ REFERENCE = "pub. MC dropout 2018"
 MASKED_METHODS = ("mc-dropout", "concrete", "bbalpha-0.5", "bbalpha-1")
 PER_DRAW = "-per-draw"  # the label suffix of their runs trained with one mask per function draw
 LAYERS = "-layers"  # "-2-layers": the label suffix of runs with more than one hidden layer
+GRID_NETWORK = "-grid-network"  # the label suffix of runs scored with the grid network (Settings.retrain)
 ORDER = (
     "mc-dropout",
     "mc-dropout" + PER_DRAW,
@@ -104,35 +105,44 @@ class Label(NamedTuple):
 
     method: str
     per_example_masks: bool
-    hidden_layers: int
+    hidden_layers: int = 1
+    retrain: bool = True
 
 
-def label(method: str, per_example_masks: bool, hidden_layers: int = 1) -> str:
+def label(method: str, per_example_masks: bool, hidden_layers: int = 1, retrain: bool = True) -> str:
     """The name a method's results go by: a dropout method trained with one mask per example
     (the protocol's default, as in the published code) is ``mc-dropout``; with one mask per
     function draw it is ``mc-dropout-per-draw``. Methods without dropout masks keep their name.
     A network with more than the protocol's one hidden layer adds ``-L-layers``
-    (``concrete-2-layers``); the sparse GP has no layers."""
+    (``concrete-2-layers``; the sparse GP has no layers), and the test score of the grid network
+    that validation chose, instead of a retrained one, adds ``-grid-network``."""
     name = method + PER_DRAW if method in MASKED_METHODS and not per_example_masks else method
-    return name + f"-{hidden_layers}{LAYERS}" if hidden_layers != 1 and method != "sgp" else name
+    if hidden_layers != 1 and method != "sgp":
+        name += f"-{hidden_layers}{LAYERS}"
+    return name if retrain else name + GRID_NETWORK
 
 
 def parse_label(name: str) -> Label:
-    """``(method, per_example_masks, hidden_layers)`` of a label made by :func:`label`."""
+    """``(method, per_example_masks, hidden_layers, retrain)`` of a label made by :func:`label`."""
+    retrain = not name.endswith(GRID_NETWORK)
+    name = name.removesuffix(GRID_NETWORK)
     layers = 1
     match = re.fullmatch(rf"(.+)-(\d+){LAYERS}", name)
     if match:
         name, layers = match.group(1), int(match.group(2))
     if name.endswith(PER_DRAW) and name.removesuffix(PER_DRAW) in MASKED_METHODS:
-        return Label(name.removesuffix(PER_DRAW), False, layers)
-    return Label(name, True, layers)
+        return Label(name.removesuffix(PER_DRAW), False, layers, retrain)
+    return Label(name, True, layers, retrain)
 
 
 def _label_of(row: dict[str, Any]) -> str:
     # results made before a setting existed: one mask per draw, one hidden layer
     settings = row.get("settings", {})
     return label(
-        row["method"], bool(settings.get("per_example_masks", False)), int(settings.get("hidden_layers", 1))
+        row["method"],
+        bool(settings.get("per_example_masks", False)),
+        int(settings.get("hidden_layers", 1)),
+        bool(settings.get("retrain", True)),
     )
 
 
@@ -252,12 +262,15 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         "|---|---|---|---|---|---|",
     ]
     for d in datasets:
-        for m in ("mc-dropout", label("mc-dropout", False)):
-            if (d, m) not in summary:
+        for m in methods:
+            kind = parse_label(m)
+            if kind.method != "mc-dropout" or (d, m) not in summary:
                 continue
             s = summary[(d, m)]
             verdict = _verdict(s, PUBLISHED[REFERENCE][d]) if d in PUBLISHED[REFERENCE] else "—"
-            name = d if m == "mc-dropout" else f"{d} (mask per draw)"
+            notes = [] if kind.per_example_masks else ["mask per draw"]
+            notes += [] if kind.retrain else ["grid network scored"]
+            name = f"{d} ({', '.join(notes)})" if notes else d
             lines.append(
                 f"| {name} | {_cell(s['rmse'], _digits(d))} | {_cell(s['rmse_standard'], _digits(d))} | "
                 f"{s['splits']} | {s['protocol_seconds'] / 60:.1f} min | {verdict} |"

@@ -13,7 +13,7 @@ from pyro_dropout.cli import main, parse_splits
 from pyro_dropout.datasets import download_uci, load_uci, uci_directory
 from pyro_dropout.experiments import uci as uci_module
 from pyro_dropout.experiments import uci_methods
-from pyro_dropout.experiments.uci import run_uci
+from pyro_dropout.experiments.uci import grid_points, run_uci
 from pyro_dropout.experiments.uci_plot import plot_uci
 from pyro_dropout.experiments.uci_table import collect, label, markdown_table, parse_label, summarise
 from pyro_dropout.experiments.vectorised import Standardiser, draws_per_chunk, score_runs
@@ -106,16 +106,54 @@ def test_masks_per_example_by_default_and_per_draw_on_request(tiny, method, monk
 def test_labels_and_results_made_before_the_setting():
     assert label("mc-dropout", True) == "mc-dropout" and label("mc-dropout", False) == "mc-dropout-per-draw"
     assert label("sgp", False) == "sgp" and label("mfvi", True) == "mfvi"  # no masks, one name
-    assert parse_label("bbalpha-0.5-per-draw") == ("bbalpha-0.5", False, 1)
-    assert parse_label("bbalpha-0.5") == ("bbalpha-0.5", True, 1)
+    assert parse_label("bbalpha-0.5-per-draw") == ("bbalpha-0.5", False, 1, True)
+    assert parse_label("bbalpha-0.5") == ("bbalpha-0.5", True, 1, True)
     # more hidden layers than the protocol's one: a suffix after the masks'
     assert label("mc-dropout", False, 2) == "mc-dropout-per-draw-2-layers"
     assert label("sgp", True, 2) == "sgp"  # a GP has no layers
-    for args in [("concrete", True, 2), ("mc-dropout", False, 3), ("hmc", True, 2), ("mfvi", True, 1)]:
+    assert label("mc-dropout", True, 1, False) == "mc-dropout-grid-network"
+    for args in [("concrete", True, 2, True), ("mc-dropout", False, 3, False), ("hmc", True, 2, True)]:
         assert parse_label(label(*args)) == args
+    assert parse_label("mfvi") == ("mfvi", True, 1, True)
     # a result file without the setting was trained with one mask per draw
     row = {"dataset": "d", "method": "mc-dropout", "rmse": 1.0, "rmse_standard": 1.0, "test_ll": -1.0}
     assert set(summarise([{**row, "settings": {"seed": 0}}])) == {("d", "mc-dropout-per-draw")}
+
+
+@pytest.mark.parametrize("method", ["mc-dropout", "ensemble"])
+def test_grid_network_scored_as_the_published_code_does(tiny, method, monkeypatch):
+    data = load_uci("tiny", tiny)
+    seen = []
+    original = uci_module.train_and_score
+
+    def spy(data_, method_, specs, s, num_samples, desc):
+        seen.append(
+            [
+                (sp.split, len(sp.train), len(sp.score), None if sp.test is None else len(sp.test))
+                for sp in specs
+            ]
+        )
+        return original(data_, method_, specs, s, num_samples, desc)
+
+    monkeypatch.setattr(uci_module, "train_and_score", spy)
+    s = replace(TINY, retrain=False)
+    (result,) = run_uci(data, method, [2], tiny / "out", s, log=lambda m: None)
+    # the grid only (the ensemble's epochs make several groups), no final stage: fitted on 40 rows,
+    # validated on 10, and each grid network also scored on the 10 test rows
+    assert {r[1:] for stage in seen for r in stage} == {(40, 10, 10)}
+    best = max(result["validation"], key=lambda v: v["test_ll"])
+    assert all(best[k] == result[k] for k in grid_points(data, method, s)[0])
+    # the reported scores are the chosen grid network's on the test rows, not its validation scores
+    assert {k: result[k] for k in best["test"]} == best["test"]
+    assert result["test_ll"] != best["test_ll"] and result["n_train"] == 40 and result["n_test"] == 10
+    assert [p.name for p in (tiny / "out").iterdir()] == [f"tiny_{method}-grid-network_split02.json"]
+    assert f"| tiny | {method}-grid-network |" not in markdown_table(collect(tiny / "out"))  # a column
+    assert f"{method}-grid-network" in markdown_table(collect(tiny / "out"))
+    # scoring the test rows too leaves the validation scores, and so the choice, as the protocol's
+    retrained = uci_module.grid_stage(data, method, [2], TINY)[2]
+    assert [v["test_ll"] for v in retrained] == [v["test_ll"] for v in result["validation"]]
+    with pytest.raises(ValueError, match="'sgp' has no grid search, so no grid network"):
+        run_uci(data, "sgp", [2], None, s, log=lambda m: None)
 
 
 @pytest.mark.parametrize("method", ["concrete", "mc-dropout", "hmc"])
@@ -251,6 +289,10 @@ def test_table_and_cli(tiny, capsys):
     assert main(["uci", *common, "--method", "mfvi", "--hidden-layers", "2", "--epochs-multiplier", "1"]) == 0
     stored = json.loads((tiny / "pd" / "tiny_mfvi-2-layers_split00.json").read_text())
     assert stored["settings"]["hidden_layers"] == 2
+    assert (
+        main(["uci", *common, "--method", "mfvi", "--final", "grid-network", "--epochs-multiplier", "1"]) == 0
+    )
+    assert (tiny / "pd" / "tiny_mfvi-grid-network_split00.json").is_file()
     assert main(["uci", *common, "--method", "mfvi", "--hidden-layers", "0"]) == 2
     assert "hidden_layers must be a whole number >= 1, got 0" in capsys.readouterr().err
     table = markdown_table(rows)
