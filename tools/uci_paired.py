@@ -27,6 +27,8 @@ def paired(dataset: str, method: str, results: Path) -> dict[str, dict[str, floa
         raise SystemExit(f"no published per-split results for '{dataset}' in {PUBLISHED.name}")
     ours = {}
     for path in sorted(results.glob(f"{dataset}_{method}_split*.json")):
+        if path.name.endswith(".grid.json"):  # a finished grid search waiting for its final model
+            continue
         record = json.loads(path.read_text())
         ours[int(record["split"])] = record
     if not ours:
