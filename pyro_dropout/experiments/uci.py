@@ -43,7 +43,7 @@ ENSEMBLE_SIZE = 5
 # the settings a user sets on the command line: a kept result must have been made with the same ones
 # (the masks need no check: the two kinds of run go by different labels and files)
 CHECKED_SETTINGS = ("epochs_multiplier", "num_samples", "validation_samples", "seed", "init")
-METHOD_SETTINGS = {"concrete": ("concrete_tau_init",)}  # checked for that method only
+METHOD_SETTINGS = {"concrete": ("concrete_tau_init", "concrete_tau")}  # checked for that method only
 
 
 def _read_kept(paths: dict[int, Path | None], s: Settings, method: str) -> dict[int, dict[str, Any]]:

@@ -51,6 +51,11 @@ class Settings:
     # docs/uci.md). None starts each run at a sample median of the Gamma prior, a random value
     # spread over orders of magnitude (what runs made before the setting did)
     concrete_tau_init: float | None = 1e-3
+    # how Concrete dropout's tau is fitted: "map", jointly with the other parameters by MAP from
+    # concrete_tau_init; or "em", held at concrete_tau_init while the network trains (the E-step),
+    # as a low precision keeps the learned rates from collapsing (paper 001, appendix D). Either way
+    # the final M-step then sets it in closed form
+    concrete_tau: str = "map"
     # Concrete dropout's prior length-scale, chosen on the validation rows as in paper 001, appendix D;
     # a weight layer with K_in inputs gets l * sqrt(K_in) (the paper's rule) unless this is False
     concrete_length_scales: tuple[float, ...] = (1e-2, 1e-1, 1.0)
@@ -115,6 +120,7 @@ class Spec:
 
 
 INITS: dict[str, Callable] = {"fan-in": init_to_fan_in, "glorot": init_to_glorot}
+CONCRETE_TAU = ("map", "em")
 
 
 # --- building a vectorised model for a method --------------------------------------------------
@@ -136,16 +142,25 @@ def _build(method: str, d: int, hidden: int, specs: list[Spec], stats: Standardi
     length_scale = specs[0].length_scale or s.length_scale
     if method == "concrete":
         per_layer = [length_scale * math.sqrt(k) for k in (d, *widths)]  # K_in of each weight layer
+        if s.concrete_tau not in CONCRETE_TAU:
+            raise ValueError(
+                f"unknown concrete_tau {s.concrete_tau!r}; choose from {', '.join(CONCRETE_TAU)}"
+            )
+        held = s.concrete_tau == "em"
+        if held and s.concrete_tau_init is None:
+            raise ValueError("concrete_tau='em' holds tau at concrete_tau_init, which is None")
         model = MLP(
             d,
             hidden=widths,
-            tau="learned",
+            tau=torch.full((runs,), float(cast(float, s.concrete_tau_init)), device=dev)
+            if held
+            else "learned",
             tau_prior=s.concrete_tau_prior,
             runs=runs,
             length_scale=per_layer if s.concrete_scale_by_fan_in else length_scale,
         ).to(dev)
         init = torch.full((runs, 1), 0.1, device=dev)  # one learned rate per run and layer
-        if s.concrete_tau_init is not None:
+        if s.concrete_tau_init is not None and not held:
             init_loc_fn = _start_tau_at(float(s.concrete_tau_init), init_loc_fn)
         guide = DropoutGuide(model, concrete=True, init_dropout=init, init_loc_fn=init_loc_fn)
         return model, guide, DropoutELBO(per_example_masks=s.per_example_masks)
@@ -241,7 +256,7 @@ def train_and_score(
             score["test"] = test
     if method == "ensemble":
         return scores
-    learned = _learned(method, guide, stats)
+    learned = _learned(method, model, guide, stats)
     if tau_before is not None:
         learned["tau_before_m_step"] = (tau_before / stats.y_std.to(tau_before).pow(2)).tolist()
     learned["final_train_loss"] = history[-1] if history else None
@@ -304,22 +319,30 @@ def _final_tau_step(
     sse = (pred.means["obs"] - y).pow(2).mean(0).sum(-1)  # [R]: sum over points of E_q (y - f)^2
     n = y.shape[-1]
     tau_star = (a - 1 + n / 2) / (b + sse / 2)
-    before = guide.median()["tau"].reshape(-1).clone()
+    before = _tau_of(model, guide).clone()
     with torch.no_grad():
-        param = guide.locs.tau_unconstrained
-        param.copy_(
-            torch.distributions.biject_to(torch.distributions.constraints.positive).inv(
-                tau_star.reshape(param.shape).to(param)
+        if model.tau_learned:
+            param = guide.locs.tau_unconstrained
+            param.copy_(
+                torch.distributions.biject_to(torch.distributions.constraints.positive).inv(
+                    tau_star.reshape(param.shape).to(param)
+                )
             )
-        )
+        else:  # held during training (concrete_tau="em")
+            model.fixed_tau.copy_(tau_star.reshape(model.fixed_tau.shape))
     return before
 
 
-def _learned(method: str, guide: Any, stats: Standardiser) -> dict[str, Any]:
+def _tau_of(model: Any, guide: Any) -> torch.Tensor:
+    """Each run's precision of the standardised targets, ``[R]``: MAP estimate or held value."""
+    return (guide.median()["tau"] if model.tau_learned else model.fixed_tau).reshape(-1)
+
+
+def _learned(method: str, model: Any, guide: Any, stats: Standardiser) -> dict[str, Any]:
     if method != "concrete":
         return {}
     rates = {k: v.reshape(-1).tolist() for k, v in guide.dropout_rates().items()}
-    tau_norm = guide.median()["tau"].reshape(-1)
+    tau_norm = _tau_of(model, guide)
     tau = (tau_norm / stats.y_std.to(tau_norm).pow(2)).tolist()  # back to the original scale
     runs = len(tau)
     return {"learned_p": [{k: v[r] for k, v in rates.items()} for r in range(runs)], "tau": tau}

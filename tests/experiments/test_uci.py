@@ -460,6 +460,35 @@ def test_concrete_tau_starts_low_and_fixed_and_is_checked_on_resume(tiny):
     assert uci_methods.Settings.from_stored({"seed": 3}).concrete_tau_init is None
 
 
+def test_concrete_tau_held_during_training_then_set_by_the_m_step(tiny):
+    data = load_uci("tiny", tiny)
+    runs = {}
+    for init in (0.5, 2.0):
+        s = replace(TINY, concrete_tau="em", concrete_tau_init=init)
+        (runs[init],) = run_uci(data, "concrete", [0], None, s, log=lambda m: None)
+    # held: the value before the M-step is the start itself (original scale: the same factor 1/std_y^2)
+    assert runs[2.0]["tau_before_m_step"] / runs[0.5]["tau_before_m_step"] == pytest.approx(4.0, rel=1e-6)
+    # the M-step replaced it with the closed-form MAP, which depends on the fit, not on the start
+    assert runs[2.0]["tau"] != pytest.approx(runs[2.0]["tau_before_m_step"], rel=1e-3)
+    (learned,) = run_uci(
+        data, "concrete", [0], None, replace(TINY, concrete_tau_init=0.5), log=lambda m: None
+    )
+    assert learned["tau_before_m_step"] != pytest.approx(
+        runs[0.5]["tau_before_m_step"], rel=1e-6
+    )  # MAP moved it
+    with pytest.raises(ValueError, match="unknown concrete_tau 'fixed'"):
+        run_uci(data, "concrete", [0], None, replace(TINY, concrete_tau="fixed"), log=lambda m: None)
+    with pytest.raises(ValueError, match="holds tau at concrete_tau_init, which is None"):
+        run_uci(
+            data,
+            "concrete",
+            [0],
+            None,
+            replace(TINY, concrete_tau="em", concrete_tau_init=None),
+            log=lambda m: None,
+        )
+
+
 def test_a_run_stopped_in_the_final_stage_resumes_there(tiny, monkeypatch):
     data = load_uci("tiny", tiny)
     whole = run_uci(data, "mc-dropout", [0, 1], tiny / "whole", TINY, log=lambda m: None)
