@@ -53,6 +53,8 @@ def _uci(args: argparse.Namespace) -> int:
         init=args.init,
         hidden_layers=args.hidden_layers,
         retrain=args.final == "retrain",
+        concrete_tau=args.concrete_tau,
+        concrete_tau_init=args.concrete_tau_init,
     )
     results = run_uci(data, args.method, args.splits, Path(args.out), settings)
     done = [r for r in results if r is not None]
@@ -139,6 +141,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="what the test rows score: the chosen (p, tau) retrained on the whole training split "
         "(default), or the grid network that validation chose, trained on 80%% of the rows, as the "
         "published code does (results labelled METHOD-grid-network)",
+    )
+    uci.add_argument(
+        "--concrete-tau",
+        choices=("map", "em"),
+        default="map",
+        help="Concrete dropout's precision: learned by MAP with the network (default), or held at "
+        "--concrete-tau-init while the network trains (em); either way set by a final M-step",
+    )
+    uci.add_argument(
+        "--concrete-tau-init",
+        type=float,
+        default=1e-3,
+        help="Concrete dropout's starting (or held) precision of the standardised targets (default 1e-3)",
     )
     uci.add_argument("--device", default="cpu", help="cpu or cuda")
     uci.add_argument("--quiet", action="store_true", help="no progress bars")

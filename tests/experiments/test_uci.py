@@ -293,6 +293,19 @@ def test_table_and_cli(tiny, capsys):
         main(["uci", *common, "--method", "mfvi", "--final", "grid-network", "--epochs-multiplier", "1"]) == 0
     )
     assert (tiny / "pd" / "tiny_mfvi-grid-network_split00.json").is_file()
+    em = [
+        "--method",
+        "concrete",
+        "--concrete-tau",
+        "em",
+        "--concrete-tau-init",
+        "0.5",
+        "--epochs-multiplier",
+        "1",
+    ]
+    assert main(["uci", *common, *em]) == 0
+    stored = json.loads((tiny / "pd" / "tiny_concrete_split00.json").read_text())["settings"]
+    assert (stored["concrete_tau"], stored["concrete_tau_init"]) == ("em", 0.5)
     assert main(["uci", *common, "--method", "mfvi", "--hidden-layers", "0"]) == 2
     assert "hidden_layers must be a whole number >= 1, got 0" in capsys.readouterr().err
     table = markdown_table(rows)
