@@ -97,7 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--loss", choices=["elbo", "bbalpha"], default="elbo")
     demo.set_defaults(func=_demo)
 
-    from .experiments.uci import METHODS
+    from .experiments.uci import METHODS, Settings
+
+    defaults = Settings()
 
     uci = sub.add_parser("uci", help="the UCI regression benchmark on its standard splits")
     uci.add_argument("--dataset", required=True, help="e.g. bostonHousing (a folder under DATA_DIR/uci/)")
@@ -144,16 +146,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     uci.add_argument(
         "--concrete-tau",
-        choices=("map", "em"),
-        default="map",
-        help="Concrete dropout's precision: learned by MAP with the network (default), or held at "
-        "--concrete-tau-init while the network trains (em); either way set by a final M-step",
+        choices=("em", "map"),
+        default=defaults.concrete_tau,
+        help="Concrete dropout's precision: held at --concrete-tau-init while the network trains, "
+        "then set by the final M-step (em), or learned by MAP with the network from there, then the "
+        f"final M-step (map); default {defaults.concrete_tau}",
     )
     uci.add_argument(
         "--concrete-tau-init",
         type=float,
-        default=1e-3,
-        help="Concrete dropout's starting (or held) precision of the standardised targets (default 1e-3)",
+        default=defaults.concrete_tau_init,
+        help="Concrete dropout's held (em) or starting (map) precision of the standardised targets "
+        f"(default {defaults.concrete_tau_init}; 1e-3 was the best start for map)",
     )
     uci.add_argument("--device", default="cpu", help="cpu or cuda")
     uci.add_argument("--quiet", action="store_true", help="no progress bars")

@@ -23,7 +23,11 @@ __all__ = ["LEGACY_SETTINGS", "Settings", "Spec", "run_baseline_split", "train_a
 
 
 # what runs made before a setting existed did: a result file without the key ran so
-LEGACY_SETTINGS: dict[str, Any] = {"per_example_masks": False, "concrete_tau_init": None}
+LEGACY_SETTINGS: dict[str, Any] = {
+    "per_example_masks": False,
+    "concrete_tau_init": None,
+    "concrete_tau": "map",
+}
 
 
 @dataclass
@@ -46,16 +50,14 @@ class Settings:
     chunk_memory_mb: float = 1024.0  # fewer draws a chunk when they would not fit in this
     particles: int = 10  # K for BB-alpha
     concrete_tau_prior: tuple[float, float] = (0.1, 0.01)  # Gamma(shape, rate) on tau (standardised y)
-    # Concrete dropout's initial tau on the standardised scale: low, as paper 001 (appendix D)
-    # advises; chosen on the validation rows of Boston and Concrete from {1, 0.1, 0.01, 0.001} (see
-    # docs/uci.md). None starts each run at a sample median of the Gamma prior, a random value
-    # spread over orders of magnitude (what runs made before the setting did)
-    concrete_tau_init: float | None = 1e-3
-    # how Concrete dropout's tau is fitted: "map", jointly with the other parameters by MAP from
-    # concrete_tau_init; or "em", held at concrete_tau_init while the network trains (the E-step),
-    # as a low precision keeps the learned rates from collapsing (paper 001, appendix D). Either way
-    # the final M-step then sets it in closed form
-    concrete_tau: str = "map"
+    # how Concrete dropout's tau (precision of the standardised targets) is fitted: "em" holds it at
+    # concrete_tau_init while the network and the rates train (the E-step; paper 001, appendix D,
+    # starts tau low and takes partial M-steps so that the rates do not collapse), "map" learns it
+    # jointly by MAP, starting at concrete_tau_init (None: a sample median of its prior, a random
+    # value per run, as runs made before the setting did). Either way a final M-step then sets it
+    # in closed form. "em" from 1.0 was chosen on Boston's validation rows (see docs/uci.md)
+    concrete_tau: str = "em"
+    concrete_tau_init: float | None = 1.0
     # Concrete dropout's prior length-scale, chosen on the validation rows as in paper 001, appendix D;
     # a weight layer with K_in inputs gets l * sqrt(K_in) (the paper's rule) unless this is False
     concrete_length_scales: tuple[float, ...] = (1e-2, 1e-1, 1.0)

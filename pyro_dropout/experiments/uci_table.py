@@ -87,6 +87,7 @@ GRID_NETWORK = "-grid-network"  # the label suffix of runs scored with the grid 
 ORDER = (
     "mc-dropout",
     "mc-dropout" + PER_DRAW,
+    "mc-dropout" + GRID_NETWORK,
     "concrete",
     "concrete" + PER_DRAW,
     "bbalpha-0.5",

@@ -423,11 +423,12 @@ def test_init_setting_reaches_every_network_and_is_checked_on_resume(tiny, monke
     for method in ("mc-dropout", "mfvi", "ensemble", "concrete"):
         guides.clear()
         run_uci(data, method, [0], None, replace(TINY, init="glorot"), log=lambda m: None)
-        # Concrete dropout starts tau at its own value and the rest by the init setting
-        inits = [
-            g.init_loc_fn.keywords["fallback"] if method == "concrete" else g.init_loc_fn for g in guides
-        ]
-        assert guides and all(init is init_to_glorot for init in inits), method
+        # (Concrete dropout holds tau at its own value, so its network has no tau site to start)
+        assert guides and all(g.init_loc_fn is init_to_glorot for g in guides), method
+    # learning tau by MAP, Concrete dropout starts it at its own value and the rest by the init setting
+    guides.clear()
+    run_uci(data, "concrete", [0], None, replace(TINY, init="glorot", concrete_tau="map"), log=lambda m: None)
+    assert guides and all(g.init_loc_fn.keywords["fallback"] is init_to_glorot for g in guides)
     run_uci(data, "mc-dropout", [0], tiny / "out", TINY, log=lambda m: None)
     with pytest.raises(ValueError, match="init='fan-in' but this run has init='glorot'"):
         run_uci(data, "mc-dropout", [0], tiny / "out", replace(TINY, init="glorot"), log=lambda m: None)
@@ -435,12 +436,13 @@ def test_init_setting_reaches_every_network_and_is_checked_on_resume(tiny, monke
         run_uci(data, "mc-dropout", [1], None, replace(TINY, init="he"), log=lambda m: None)
 
 
-def test_concrete_tau_starts_low_and_fixed_and_is_checked_on_resume(tiny):
+def test_concrete_tau_start_under_map_and_the_settings_checked_on_resume(tiny):
     data = load_uci("tiny", tiny)
     sp = uci_methods.Spec(0, data.splits[0].train, data.splits[0].test)
     x = torch.randn(4, 10, data.x.shape[1])
     y = torch.randn(4, 10)
     stats = Standardiser.fit(x, y)
+    learned = replace(TINY, concrete_tau="map")
 
     def initial_tau(settings):
         pyro.clear_param_store()
@@ -448,29 +450,34 @@ def test_concrete_tau_starts_low_and_fixed_and_is_checked_on_resume(tiny):
         guide(x, y)
         return guide.median()["tau"].reshape(-1)
 
-    assert TINY.concrete_tau_init == 1e-3  # the default: low, chosen on validation rows
+    # the default holds tau at 1 (chosen on validation rows); "map" learns it, starting there
+    assert (TINY.concrete_tau, TINY.concrete_tau_init) == ("em", 1.0)
     # (through the guide's log-parametrisation: equal to float32 rounding)
-    assert torch.allclose(initial_tau(TINY), torch.full((4,), 1e-3), rtol=1e-6, atol=0)
+    assert torch.allclose(initial_tau(learned), torch.full((4,), 1.0), rtol=1e-6, atol=0)
     assert torch.allclose(
-        initial_tau(replace(TINY, concrete_tau_init=0.25)), torch.full((4,), 0.25), rtol=1e-6
+        initial_tau(replace(learned, concrete_tau_init=1e-3)), torch.full((4,), 1e-3), rtol=1e-6
     )
-    legacy = initial_tau(replace(TINY, concrete_tau_init=None))  # a sample median of the prior, per run
+    legacy = initial_tau(replace(learned, concrete_tau_init=None))  # a sample median of the prior, per run
     assert len(set(legacy.tolist())) == 4
     with pytest.raises(ValueError, match=r"concrete_tau_init must be a positive finite precision, got -1\.0"):
-        initial_tau(replace(TINY, concrete_tau_init=-1.0))
-    # a file made before the setting started tau at random: resuming it under the new start is an error
+        initial_tau(replace(learned, concrete_tau_init=-1.0))
+    # files made before the settings learned tau by MAP from a random start: resuming one under
+    # the new default is an error, and so is one made with another start
     out = tiny / "out"
     for method in ("concrete", "mc-dropout"):
         run_uci(data, method, [0], out, TINY, log=lambda m: None)
         path = out / f"tiny_{method}_split00.json"
         stored = json.loads(path.read_text())
-        del stored["settings"]["concrete_tau_init"]
+        del stored["settings"]["concrete_tau_init"], stored["settings"]["concrete_tau"]
         path.write_text(json.dumps(stored))
-    with pytest.raises(ValueError, match=r"concrete_tau_init=None but this run has concrete_tau_init=0\.001"):
+    with pytest.raises(ValueError, match=r"concrete_tau_init=None but this run has concrete_tau_init=1\.0"):
         run_uci(data, "concrete", [0], out, TINY, log=lambda m: None)
-    run_uci(data, "concrete", [0], out, replace(TINY, concrete_tau_init=None), log=lambda m: None)
-    run_uci(data, "mc-dropout", [0], out, TINY, log=lambda m: None)  # the setting is Concrete's only
-    assert uci_methods.Settings.from_stored({"seed": 3}).concrete_tau_init is None
+    with pytest.raises(ValueError, match=r"concrete_tau='map' but this run has concrete_tau='em'"):
+        run_uci(data, "concrete", [0], out, replace(TINY, concrete_tau_init=None), log=lambda m: None)
+    run_uci(data, "concrete", [0], out, replace(learned, concrete_tau_init=None), log=lambda m: None)
+    run_uci(data, "mc-dropout", [0], out, TINY, log=lambda m: None)  # the settings are Concrete's only
+    legacy_settings = uci_methods.Settings.from_stored({"seed": 3})
+    assert (legacy_settings.concrete_tau, legacy_settings.concrete_tau_init) == ("map", None)
 
 
 def test_concrete_tau_held_during_training_then_set_by_the_m_step(tiny):
@@ -484,7 +491,12 @@ def test_concrete_tau_held_during_training_then_set_by_the_m_step(tiny):
     # the M-step replaced it with the closed-form MAP, which depends on the fit, not on the start
     assert runs[2.0]["tau"] != pytest.approx(runs[2.0]["tau_before_m_step"], rel=1e-3)
     (learned,) = run_uci(
-        data, "concrete", [0], None, replace(TINY, concrete_tau_init=0.5), log=lambda m: None
+        data,
+        "concrete",
+        [0],
+        None,
+        replace(TINY, concrete_tau="map", concrete_tau_init=0.5),
+        log=lambda m: None,
     )
     assert learned["tau_before_m_step"] != pytest.approx(
         runs[0.5]["tau_before_m_step"], rel=1e-6
