@@ -98,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_demo)
 
     from .experiments.uci import METHODS, Settings
+    from .experiments.uci_methods import CONCRETE_TAU, INITS
 
     defaults = Settings()
 
@@ -125,14 +126,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     uci.add_argument(
         "--init",
-        choices=("fan-in", "glorot"),
-        default="fan-in",
+        choices=tuple(INITS),
+        default=defaults.init,
         help="initial weight means: torch.nn's U(+-1/sqrt(fan-in)) (default) or Keras' Glorot uniform",
     )
     uci.add_argument(
         "--hidden-layers",
         type=int,
-        default=1,
+        default=defaults.hidden_layers,
         help="hidden layers of n_hidden.txt units: 1, the published protocol (default); 2 is paper "
         "001's UCI network (results labelled METHOD-2-layers)",
     )
@@ -146,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     uci.add_argument(
         "--concrete-tau",
-        choices=("em", "map"),
+        choices=CONCRETE_TAU,
         default=defaults.concrete_tau,
         help="Concrete dropout's precision: held at --concrete-tau-init while the network trains, "
         "then set by the final M-step (em), or learned by MAP with the network from there, then the "

@@ -15,7 +15,7 @@ import argparse
 import json
 from pathlib import Path
 
-from pyro_dropout.experiments.uci_table import mean_se
+from pyro_dropout.experiments.uci_table import is_result_file, mean_se
 
 PUBLISHED = Path(__file__).resolve().parent / "published_uci_per_split.json"
 
@@ -27,7 +27,7 @@ def paired(dataset: str, method: str, results: Path) -> dict[str, dict[str, floa
         raise SystemExit(f"no published per-split results for '{dataset}' in {PUBLISHED.name}")
     ours = {}
     for path in sorted(results.glob(f"{dataset}_{method}_split*.json")):
-        if path.name.endswith(".grid.json"):  # a finished grid search waiting for its final model
+        if not is_result_file(path):
             continue
         record = json.loads(path.read_text())
         ours[int(record["split"])] = record

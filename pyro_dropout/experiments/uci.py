@@ -21,7 +21,7 @@ import numpy as np
 
 from ..datasets import UCIDataset
 from .uci_methods import Settings, Spec, run_baseline_split, train_and_score
-from .uci_table import label
+from .uci_table import GRID_SUFFIX, label
 
 __all__ = [
     "METHODS",
@@ -102,7 +102,7 @@ def result_path(out: Path, dataset: str, name: str, split: int) -> Path:
 
 def grid_path(out: Path, dataset: str, name: str, split: int) -> Path:
     """Where a split's finished grid search is kept until its final model is: ``...splitNN.grid.json``."""
-    return result_path(out, dataset, name, split).with_suffix(".grid.json")
+    return result_path(out, dataset, name, split).with_suffix(GRID_SUFFIX)
 
 
 def load_results(out: Path, dataset: str, name: str, splits: Sequence[int]) -> list[dict[str, Any]]:
@@ -257,17 +257,18 @@ def _neural_protocol(
     grids: dict[int, Path | None] | None = None,
 ) -> dict[int, dict]:
     chosen: dict[int, dict[str, Any]] = {i: {} for i in splits}
+    best: dict[int, dict[str, Any]] = {}  # each split's best grid row
     validation: dict[int, list[dict]] = {}
     members = ENSEMBLE_SIZE if method == "ensemble" else 1
     if method in GRID_METHODS:
         validation = _grid_with_checkpoints(data, method, splits, s, log, grids or dict.fromkeys(splits))
         keys = list(grid_points(data, method, s)[0])
         for i in splits:
-            best = max(validation[i], key=lambda r: r["test_ll"])
-            chosen[i] = {k: best[k] for k in keys}
+            best[i] = max(validation[i], key=lambda r: r["test_ll"])
+            chosen[i] = {k: best[i][k] for k in keys}
         log(f"{data.name} {method}: grid chosen {[chosen[i] for i in splits]}")
     if not s.retrain:  # the published code's test score: the chosen grid network, trained on 80%
-        return {i: _grid_network_result(data, i, validation[i], chosen[i]) for i in splits}
+        return {i: _grid_network_result(data, i, validation[i], best[i]) for i in splits}
     specs = [
         Spec(i, data.splits[i].train, data.splits[i].test, **chosen[i], member=m)
         for i in splits
@@ -290,14 +291,14 @@ def _neural_protocol(
 
 
 def _grid_network_result(
-    data: UCIDataset, split: int, validation: list[dict[str, Any]], chosen: dict[str, Any]
+    data: UCIDataset, split: int, validation: list[dict[str, Any]], best: dict[str, Any]
 ) -> dict[str, Any]:
-    """A split's result when the grid network that validation chose is scored on the test rows."""
-    best = next(r for r in validation if all(r[k] == v for k, v in chosen.items()))
+    """A split's result when the grid network that validation chose (its row ``best``) is scored
+    on the test rows."""
     # the grid row's hyper-parameters and learned values (Concrete's p and tau), with its test scores
     kept = {k: v for k, v in best.items() if k != "test" and k not in best["test"]}
     return {
-        "p": chosen.get("p"),
+        "p": best.get("p"),
         **kept,
         **best["test"],
         "n_train": len(_fit_and_validate(data.splits[split].train)[0]),

@@ -9,12 +9,15 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from .uci_methods import Settings
+
 __all__ = [
     "MASKED_METHODS",
     "PUBLISHED",
     "SOURCES",
     "Label",
     "collect",
+    "is_result_file",
     "label",
     "markdown_table",
     "mean_se",
@@ -83,6 +86,7 @@ REFERENCE = "pub. MC dropout 2018"
 MASKED_METHODS = ("mc-dropout", "concrete", "bbalpha-0.5", "bbalpha-1")
 PER_DRAW = "-per-draw"  # the label suffix of their runs trained with one mask per function draw
 LAYERS = "-layers"  # "-2-layers": the label suffix of runs with more than one hidden layer
+GRID_SUFFIX = ".grid.json"  # a split's finished grid search, kept until its result is written
 GRID_NETWORK = "-grid-network"  # the label suffix of runs scored with the grid network (Settings.retrain)
 ORDER = (
     "mc-dropout",
@@ -137,14 +141,14 @@ def parse_label(name: str) -> Label:
 
 
 def _label_of(row: dict[str, Any]) -> str:
-    # results made before a setting existed: one mask per draw, one hidden layer
-    settings = row.get("settings", {})
-    return label(
-        row["method"],
-        bool(settings.get("per_example_masks", False)),
-        int(settings.get("hidden_layers", 1)),
-        bool(settings.get("retrain", True)),
-    )
+    # settings a result file lacks take the values runs made before them had (LEGACY_SETTINGS)
+    s = Settings.from_stored(row.get("settings", {}))
+    return label(row["method"], s.per_example_masks, s.hidden_layers, s.retrain)
+
+
+def is_result_file(path: Path) -> bool:
+    """A per-split result, not a split's finished grid search waiting for its final model."""
+    return path.suffix == ".json" and not path.name.endswith(GRID_SUFFIX)
 
 
 def collect(results: Path) -> list[dict[str, Any]]:
@@ -153,8 +157,7 @@ def collect(results: Path) -> list[dict[str, Any]]:
         raise FileNotFoundError(
             f"no results folder {results}; run `pyro-dropout uci ... --out {results}` first"
         )
-    # a split's finished grid search (``*.grid.json``) waits there for its final model: not a result
-    files = sorted(f for f in results.rglob("*.json") if not f.name.endswith(".grid.json"))
+    files = sorted(f for f in results.rglob("*.json") if is_result_file(f))
     if not files:
         raise FileNotFoundError(
             f"no result files (*.json) under {results}; run `pyro-dropout uci ... --out {results}` first"
