@@ -157,7 +157,9 @@ def run_uci(
     else:
         grids = {i: grid_path(out, data.name, name, i) if out else None for i in todo}
         results = _neural_protocol(data, method, todo, s, log, grids)
+    # a grid search resumed from its checkpoint ran in an earlier process: its time counts too
     seconds = time.perf_counter() - start
+    seconds += sum({results[i].get("resumed_grid_seconds", 0.0) for i in todo})
     for i in todo:
         results[i].update(
             dataset=data.name,
@@ -221,10 +223,14 @@ def _grid_with_checkpoints(
     s: Settings,
     log: Callable,
     grids: dict[int, Path | None],
-) -> dict[int, list[dict[str, Any]]]:
-    """The grid search of ``splits``, reading finished ones from ``grids`` and writing new ones there."""
+) -> tuple[dict[int, list[dict[str, Any]]], dict[int, float]]:
+    """The grid search of ``splits``, reading finished ones from ``grids`` and writing new ones there.
+
+    Returns each split's grid rows, and for the splits read from ``grids`` the wall time their
+    grid search took when it ran (``grid_seconds`` of its checkpoint)."""
     stored = _read_kept(grids, s, method)
     validation = {i: stored[i]["validation"] for i in stored}
+    earlier = {i: float(stored[i].get("grid_seconds", 0.0)) for i in stored}
     if stored:
         log(f"{data.name} {method}: keeping the finished grid search of splits {sorted(stored)}")
     todo = [i for i in splits if i not in stored]
@@ -245,7 +251,7 @@ def _grid_with_checkpoints(
                 }
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(json.dumps(record, indent=1))
-    return validation
+    return validation, earlier
 
 
 def _neural_protocol(
@@ -259,16 +265,20 @@ def _neural_protocol(
     chosen: dict[int, dict[str, Any]] = {i: {} for i in splits}
     best: dict[int, dict[str, Any]] = {}  # each split's best grid row
     validation: dict[int, list[dict]] = {}
+    earlier: dict[int, float] = {}  # grid seconds of the splits resumed from a checkpoint
     members = ENSEMBLE_SIZE if method == "ensemble" else 1
     if method in GRID_METHODS:
-        validation = _grid_with_checkpoints(data, method, splits, s, log, grids or dict.fromkeys(splits))
+        validation, earlier = _grid_with_checkpoints(
+            data, method, splits, s, log, grids or dict.fromkeys(splits)
+        )
         keys = list(grid_points(data, method, s)[0])
         for i in splits:
             best[i] = max(validation[i], key=lambda r: r["test_ll"])
             chosen[i] = {k: best[i][k] for k in keys}
         log(f"{data.name} {method}: grid chosen {[chosen[i] for i in splits]}")
+    resumed = {i: {"resumed_grid_seconds": earlier[i]} if i in earlier else {} for i in splits}
     if not s.retrain:  # the published code's test score: the chosen grid network, trained on 80%
-        return {i: _grid_network_result(data, i, validation[i], best[i]) for i in splits}
+        return {i: _grid_network_result(data, i, validation[i], best[i]) | resumed[i] for i in splits}
     specs = [
         Spec(i, data.splits[i].train, data.splits[i].test, **chosen[i], member=m)
         for i in splits
@@ -286,6 +296,7 @@ def _neural_protocol(
             "n_train": len(sp.train),
             "n_test": len(sp.score),
             "validation": validation.get(sp.split, []),
+            **resumed[sp.split],
         }
     return results
 

@@ -537,11 +537,18 @@ def test_a_run_stopped_in_the_final_stage_resumes_there(tiny, monkeypatch):
     # a stored grid search made with other settings is not used
     with pytest.raises(ValueError, match=r"split00\.grid\.json was made with seed=0 but this run has seed=1"):
         run_uci(data, "mc-dropout", [0], out, replace(TINY, seed=1), log=lambda m: None)
+    grid_seconds = {json.loads((out / g).read_text())["grid_seconds"] for g in grids}
+    assert len(grid_seconds) == 1  # the two splits' grids trained together
     stages.clear()
     monkeypatch.setattr(uci_module, "train_and_score", lambda *a: (stages.append(a[-1]), original(*a))[1])
     messages = []
     resumed = run_uci(data, "mc-dropout", [0, 1], out, TINY, log=messages.append)
     assert all("final" in d for d in stages)  # no grid training
+    # the grid search's wall time, spent in the stopped process, is part of the protocol's
+    (earlier,) = grid_seconds
+    for r in resumed:
+        assert r["resumed_grid_seconds"] == earlier > 0
+        assert r["protocol_seconds"] > earlier and r["seconds"] == r["protocol_seconds"] / 2
     assert any("keeping the finished grid search of splits [0, 1]" in m for m in messages)
     for a, b in zip(whole, resumed, strict=True):  # the final stage is seeded on its own
         assert a["validation"] == b["validation"] and (a["p"], a["tau"]) == (b["p"], b["tau"])
