@@ -17,7 +17,7 @@ from pathlib import Path
 from pyro_dropout.experiments.uci_plot import plot_uci
 from pyro_dropout.experiments.uci_table import collect, markdown_table
 
-ANCHOR = "machine (2 CPU cores, no GPU) with the settings above.\n"
+ANCHOR = "NVIDIA H100 (see the notes on the GPU runs).\n"
 FIGURE = "![Test log-likelihood of every method on every data set](img/uci_test_ll.png)\n"
 
 

@@ -196,6 +196,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any
             "test_ll": mean_se([r["test_ll"] for r in group]),
             "splits": len(group),
             "protocol_seconds": sum({r.get("protocol_seconds", 0.0) for r in group}),
+            "gpu_splits": sum(_ran_on_gpu(r) for r in group),
         }
     return out
 
@@ -277,7 +278,7 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
             name = f"{d} ({', '.join(notes)})" if notes else d
             lines.append(
                 f"| {name} | {_cell(s['rmse'], _digits(d))} | {_cell(s['rmse_standard'], _digits(d))} | "
-                f"{s['splits']} | {s['protocol_seconds'] / 60:.1f} min | {verdict} |"
+                f"{s['splits']} | {_wall_time(s)} | {verdict} |"
             )
     lines += [
         "",
@@ -296,8 +297,21 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _ran_on_gpu(row: dict[str, Any]) -> bool:
+    return str(row.get("settings", {}).get("device", "cpu")).startswith("cuda")
+
+
+def _wall_time(s: dict[str, Any]) -> str:
+    """The protocol's wall time in minutes, marked where the runs were on a GPU."""
+    cell = f"{s['protocol_seconds'] / 60:.1f} min"
+    gpu = s.get("gpu_splits", 0)
+    if not gpu:
+        return cell
+    return cell + (" (GPU)" if gpu == s["splits"] else f" ({gpu} split{'s' * (gpu > 1)} on a GPU)")
+
+
 def _splits_and_time(s: dict[str, Any] | None) -> str:
-    return "—" if s is None else f"{s['splits']} · {s['protocol_seconds'] / 60:.1f} min"
+    return "—" if s is None else f"{s['splits']} · {_wall_time(s)}"
 
 
 def _deeper_table(summary: dict[tuple[str, str], Any], datasets: list[str], deeper: list[str]) -> list[str]:

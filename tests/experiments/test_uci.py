@@ -120,6 +120,21 @@ def test_labels_and_results_made_before_the_setting():
     assert set(summarise([{**row, "settings": {"seed": 0}}])) == {("d", "mc-dropout-per-draw")}
 
 
+def test_wall_time_cells_say_which_runs_were_on_a_gpu():
+    def row(split, device):
+        settings = {"per_example_masks": True, "device": device}
+        row = {"dataset": "d", "method": "sgp", "split": split, "rmse": 1.0, "rmse_standard": None}
+        return row | {"test_ll": -1.0, "protocol_seconds": 120.0, "settings": settings}
+
+    def timing_row(rows):
+        return next(line for line in markdown_table(rows).splitlines() if line.startswith("| d | 2 · "))
+
+    assert timing_row([row(0, "cpu"), row(1, "cpu")]) == "| d | 2 · 2.0 min |"
+    assert timing_row([row(0, "cuda"), row(1, "cuda:0")]) == "| d | 2 · 2.0 min (GPU) |"
+    assert timing_row([row(0, "cpu"), row(1, "cuda")]) == "| d | 2 · 2.0 min (1 split on a GPU) |"
+    assert summarise([row(0, "cuda")])[("d", "sgp")]["gpu_splits"] == 1
+
+
 @pytest.mark.parametrize("method", ["mc-dropout", "ensemble"])
 def test_grid_network_scored_as_the_published_code_does(tiny, method, monkeypatch):
     data = load_uci("tiny", tiny)
