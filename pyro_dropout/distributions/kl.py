@@ -76,6 +76,17 @@ def _sum_event(x: torch.Tensor, event_shape: torch.Size) -> torch.Tensor:
     return x.sum(dim=tuple(range(-n, 0)))
 
 
+def _batch_part(t: torch.Tensor, event_dim: int) -> torch.Tensor | None:
+    """``t`` without its event dims if it is constant over them (size 1 there), else None."""
+    batch_dim = max(t.dim() - event_dim, 0)
+    if any(size != 1 for size in t.shape[batch_dim:]):
+        return None
+    batch = t.shape[:batch_dim]
+    while batch and batch[0] == 1:  # leading size-1 dims broadcast anyway
+        batch = batch[1:]
+    return t.reshape(batch)
+
+
 def kl_masked_gaussian(
     q: MaskedWeight, prior_loc: torch.Tensor, prior_scale: torch.Tensor, log_resolution: float
 ) -> torch.Tensor:
@@ -84,8 +95,8 @@ def kl_masked_gaussian(
     ``prior_loc`` and ``prior_scale`` broadcast against ``q.batch_shape + q.event_shape``.
     Uses :math:`\mathbb{E}_q(w-\mu)^2 = (m-\mu)^2 + m^2\,p/(1-p)`. Broadcast (expanded)
     dims are computed once, so the cost does not grow with the number of vectorised
-    particles; a fixed (Python) ``p`` and a scalar prior keep the work to a few
-    reductions over ``M``.
+    particles; a fixed (Python) ``p`` and a prior that is the same for all of a site's
+    weights (one per run, say) keep the work to a few reductions over ``M``.
     """
     loc = _compact(q.loc)
     mu, scale = _compact(prior_loc), _compact(prior_scale)
@@ -97,9 +108,12 @@ def kl_masked_gaussian(
         ratio = (p / (1.0 - p)).reshape(p.shape + (1,) * q.event_dim)
     else:
         ratio = q.p / (1.0 - q.p)
-    if mu.numel() == 1 and scale.numel() == 1:  # one prior for every weight: sum first, scale after
-        mu, scale = mu.reshape(()), scale.reshape(())
-        squares = _sum_event((loc - mu).pow(2), event)
+    mu_batch, scale_batch = _batch_part(mu, len(event)), _batch_part(scale, len(event))
+    if mu_batch is not None and scale_batch is not None:
+        # one prior for all of a site's weights (per batch element, e.g. per run): sum first,
+        # scale after
+        mu, scale = mu_batch, scale_batch
+        squares = _sum_event((loc - mu.reshape(mu.shape + (1,) * len(event))).pow(2), event)
         if not isinstance(ratio, float) or ratio != 0.0:
             squares = squares + _sum_event(ratio * loc.pow(2), event)
         n = math.prod(event)

@@ -64,11 +64,12 @@ def _read_kept(paths: dict[int, Path | None], s: Settings, method: str) -> dict[
 
 # --- the protocol ------------------------------------------------------------------------------
 def _groups(specs: list[Spec]) -> list[list[Spec]]:
-    """Runs with the same numbers of rows, epochs and prior length-scale train together."""
+    """Runs with the same numbers of rows and epochs train together (each with its own p, tau
+    and prior length-scale)."""
     by_size: dict[tuple, list[Spec]] = {}
     for sp in specs:
         test = None if sp.test is None else len(sp.test)
-        by_size.setdefault((len(sp.train), len(sp.score), test, sp.epochs, sp.length_scale), []).append(sp)
+        by_size.setdefault((len(sp.train), len(sp.score), test, sp.epochs), []).append(sp)
     return list(by_size.values())
 
 

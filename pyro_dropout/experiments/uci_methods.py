@@ -139,9 +139,11 @@ def _build(method: str, d: int, hidden: int, specs: list[Spec], stats: Standardi
             raise ValueError(f"{method}: every run needs its grid values (p, tau)")
         return torch.tensor(values, dtype=torch.get_default_dtype(), device=dev)
 
-    if len({sp.length_scale for sp in specs}) > 1:
-        raise ValueError("runs trained together need the same prior length-scale")
-    length_scale = specs[0].length_scale or s.length_scale
+    # one prior length-scale for all runs, or (Concrete dropout's grid) one per run
+    lengths = [s.length_scale if sp.length_scale is None else sp.length_scale for sp in specs]
+    length_scale: float | torch.Tensor = (
+        lengths[0] if len(set(lengths)) == 1 else per_run(cast(list[float | None], lengths))
+    )
     if method == "concrete":
         per_layer = [length_scale * math.sqrt(k) for k in (d, *widths)]  # K_in of each weight layer
         if s.concrete_tau not in CONCRETE_TAU:

@@ -29,6 +29,21 @@ def prior_scale_from_length_scale(length_scale: float, what: str = "length_scale
     return 1.0 / float(length_scale)
 
 
+LengthScale = float | torch.Tensor
+
+
+def _prior_scale(length_scale: LengthScale, what: str) -> torch.Tensor:
+    """``1/l`` as a tensor: a 0-dim one for a number, one entry per batch element for a tensor."""
+    if not isinstance(length_scale, torch.Tensor):
+        return torch.tensor(prior_scale_from_length_scale(length_scale, what))
+    if not length_scale.is_floating_point() or length_scale.numel() == 0:
+        raise ValueError(f"{what} must be a non-empty floating-point tensor, got {length_scale!r}")
+    values = length_scale.detach()
+    if not bool(torch.isfinite(values).all() and (values > 0).all()):
+        raise ValueError(f"{what} must be positive and finite everywhere, got {values.tolist()}")
+    return values.reciprocal().to(torch.get_default_dtype())
+
+
 class _BayesianLayer(PyroModule):
     """Holds prior scales as buffers so ``.to(device)`` / ``.double()`` move the priors too."""
 
@@ -43,8 +58,8 @@ class _BayesianLayer(PyroModule):
         self,
         weight_shape: tuple[int, ...],
         bias: bool,
-        length_scale: float,
-        bias_length_scale: float | None,
+        length_scale: LengthScale,
+        bias_length_scale: LengthScale | None,
         resolution: float | None,
         prior: str = "quantised",
     ) -> None:
@@ -56,12 +71,17 @@ class _BayesianLayer(PyroModule):
         self.resolution = resolution
         self.prior = prior
         self.register_buffer("prior_loc", torch.tensor(0.0))
-        self.register_buffer("prior_weight_scale", torch.tensor(prior_scale_from_length_scale(length_scale)))
+        weight_scale = _prior_scale(length_scale, "length_scale")
         bls = length_scale if bias_length_scale is None else bias_length_scale
-        self.register_buffer(
-            "prior_bias_scale",
-            torch.tensor(prior_scale_from_length_scale(bls, "bias_length_scale")),
-        )
+        bias_scale = _prior_scale(bls, "bias_length_scale")
+        # tensor length-scales give the priors a batch shape (one prior per run, say); the
+        # scales keep size-1 event dims so that they broadcast against the weight's shape
+        self.prior_batch_shape = torch.broadcast_shapes(weight_scale.shape, bias_scale.shape)
+        if self.prior_batch_shape:
+            weight_scale = weight_scale.reshape(weight_scale.shape + (1,) * len(weight_shape))
+            bias_scale = bias_scale.reshape(bias_scale.shape + (1,))
+        self.register_buffer("prior_weight_scale", weight_scale)
+        self.register_buffer("prior_bias_scale", bias_scale)
         self.weight = sample_site(type(self)._weight_prior)
         self.bias = sample_site(type(self)._bias_prior) if bias else None
 
@@ -71,10 +91,12 @@ class _BayesianLayer(PyroModule):
         return QuantisedGaussian(self.prior_loc, scale, self.resolution)
 
     def _weight_prior(self) -> TorchDistributionMixin:
-        return self._prior(self.prior_weight_scale).expand(self.weight_shape).to_event(len(self.weight_shape))
+        shape = self.prior_batch_shape + self.weight_shape
+        return self._prior(self.prior_weight_scale).expand(shape).to_event(len(self.weight_shape))
 
     def _bias_prior(self) -> TorchDistributionMixin:
-        return self._prior(self.prior_bias_scale).expand(self.weight_shape[:1]).to_event(1)
+        shape = self.prior_batch_shape + self.weight_shape[:1]
+        return self._prior(self.prior_bias_scale).expand(shape).to_event(1)
 
 
 class Linear(_BayesianLayer):
@@ -93,6 +115,8 @@ class Linear(_BayesianLayer):
                 self.fc1, self.fc2 = Linear(1, 50), Linear(50, 1)
 
     :param length_scale: prior length-scale of the weights (prior std ``1/length_scale``).
+        A tensor gives one prior per batch element: shape ``[R, 1]`` inside a plate of ``R``
+        runs at dim -2 (as :class:`~pyro_dropout.nn.MLP` does with ``runs=R``).
     :param bias_length_scale: prior length-scale of the bias (default: ``length_scale``).
     :param resolution: quantisation grid width of the prior (see ``QuantisedGaussian``).
     :param prior: ``"quantised"`` (the default, :class:`QuantisedGaussian`) or ``"normal"`` (a
@@ -105,8 +129,8 @@ class Linear(_BayesianLayer):
         out_features: int,
         bias: bool = True,
         *,
-        length_scale: float = 1.0,
-        bias_length_scale: float | None = None,
+        length_scale: LengthScale = 1.0,
+        bias_length_scale: LengthScale | None = None,
         resolution: float | None = None,
         prior: str = "quantised",
     ) -> None:
@@ -144,8 +168,8 @@ class Conv2d(_BayesianLayer):
         groups: int = 1,
         bias: bool = True,
         *,
-        length_scale: float = 1.0,
-        bias_length_scale: float | None = None,
+        length_scale: LengthScale = 1.0,
+        bias_length_scale: LengthScale | None = None,
         resolution: float | None = None,
         prior: str = "quantised",
     ) -> None:

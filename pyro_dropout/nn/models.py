@@ -29,17 +29,35 @@ _ACTIVATIONS = {
 _IN_PLACE = {"relu": torch.relu_, "tanh": torch.tanh_, "sigmoid": torch.sigmoid_}
 
 
-def _per_layer(length_scale: float | Sequence[float], layers: int) -> list[float]:
-    """One prior length-scale per weight layer; the layers check each value."""
-    if isinstance(length_scale, int | float):
-        return [float(length_scale)] * layers
-    scales = list(length_scale)
+def _per_layer(
+    length_scale: float | torch.Tensor | Sequence[float | torch.Tensor], layers: int, runs: int | None
+) -> list[float | torch.Tensor]:
+    """One prior length-scale per weight layer: a number, or (with runs) a tensor ``[R, 1]``.
+
+    The layers check each value; a tensor must hold one length-scale per run.
+    """
+    if isinstance(length_scale, int | float | torch.Tensor):
+        scales: list = [length_scale] * layers
+    else:
+        scales = list(length_scale)
     if len(scales) != layers:
         raise ValueError(
             f"MLP: length_scale needs one value per weight layer ({layers}: hidden layers, then the "
             f"output), got {len(scales)}"
         )
-    return scales
+    out: list[float | torch.Tensor] = []
+    for value in scales:
+        if isinstance(value, torch.Tensor):
+            if runs is None or value.shape != (runs,):
+                raise ValueError(
+                    "MLP: a tensor length_scale holds one value per run: it needs runs=R and shape "
+                    f"[R]; got runs={runs} and shape {tuple(value.shape)}"
+                )
+            value = value.reshape(runs, 1)  # the "runs" plate is dim -2
+        else:
+            value = float(value)
+        out.append(value)
+    return out
 
 
 class MLP(PyroModule):
@@ -78,7 +96,8 @@ class MLP(PyroModule):
     :param length_scale: prior length-scale :math:`l` of every weight (prior std ``1/l``), or
         one per weight layer (hidden layers first, then the output layer), e.g. the
         :math:`l \sqrt{K_\mathrm{in}}` rule of Concrete dropout's UCI experiments (paper 001,
-        appendix D): ``[l * math.sqrt(k) for k in (in_features, *hidden)]``.
+        appendix D): ``[l * math.sqrt(k) for k in (in_features, *hidden)]``. With ``runs=R``
+        each value may also be a tensor of shape ``[R]``: one prior length-scale per run.
     :param prior: ``"quantised"`` (:class:`QuantisedGaussian`) or ``"normal"`` weight priors.
     :param runs: the number of independent networks held in the ``"runs"`` plate.
     """
@@ -93,7 +112,7 @@ class MLP(PyroModule):
         tau: float | torch.Tensor | Literal["learned"] = 1.0,
         tau_prior: tuple[float, float] = (0.1, 0.01),
         activation: str = "relu",
-        length_scale: float | Sequence[float] = 1.0,
+        length_scale: float | torch.Tensor | Sequence[float | torch.Tensor] = 1.0,
         prior: str = "quantised",
         runs: int | None = None,
     ) -> None:
@@ -112,7 +131,7 @@ class MLP(PyroModule):
         self.runs = runs
         sizes = [in_features, *hidden]
         n_out = 2 * out_features if likelihood == "heteroscedastic" else out_features
-        scales = _per_layer(length_scale, len(sizes))
+        scales = _per_layer(length_scale, len(sizes), runs)
         self.hidden: Any = cast(Any, PyroModule)[torch.nn.ModuleList](
             [
                 Linear(a, b, length_scale=ls, prior=prior)

@@ -121,6 +121,25 @@ def test_batch_plates_and_particles_broadcast():
     assert kl_particles.shape == (7, 3) and torch.allclose(kl_particles, kl.expand(7, 3))
 
 
+def test_one_prior_scale_per_batch_element():
+    # a prior with one scale per run (batch element), constant over each weight matrix, takes
+    # the sum-first path; it must equal the per-run hand formula and the per-weight path
+    m = torch.randn(3, 1, 4, 5, dtype=D)
+    p = torch.tensor([0.1, 0.2, 0.3], dtype=D).reshape(3, 1)
+    s = torch.tensor([0.5, 1.0, 4.0], dtype=D)
+    q = BernoulliDropout(m, p)
+    prior = QuantisedGaussian(torch.tensor(0.0, dtype=D), s.reshape(3, 1, 1, 1)).expand([3, 1, 4, 5])
+    kl = kl_divergence(q, prior.to_event(2))
+    assert kl.shape == (3, 1)
+    for i in range(3):
+        assert torch.allclose(kl[i, 0], _formula(m[i, 0], p[i, 0].item(), s[i].item()), rtol=1e-12)
+    # the same scales written out per weight (not constant over the event dims: per-weight path)
+    per_weight = s.reshape(3, 1, 1, 1).expand(3, 1, 4, 5).clone()
+    per_weight[..., 0, 0] *= 1 + 1e-12
+    slow = kl_divergence(q, QuantisedGaussian(torch.tensor(0.0, dtype=D), per_weight).to_event(2))
+    assert torch.allclose(slow, kl, rtol=1e-9)
+
+
 def test_concrete_uses_the_bernoulli_kl_and_has_a_gradient_in_p():
     m = torch.randn(3, 4, dtype=D)
     p = torch.tensor(0.2, dtype=D, requires_grad=True)

@@ -250,6 +250,28 @@ def test_tau_is_applied_on_the_original_scale(tiny):
     flat = replace(TINY, concrete_scale_by_fan_in=False)
     model, _, _ = uci_methods._build("concrete", 4, 8, [spec], stats, flat)
     assert float(model.hidden[0].prior_weight_scale) == float(model.output.prior_weight_scale) == 2.0
+    # runs with different length-scales train together, each with its own prior
+    other = replace(spec, length_scale=2.0)
+    model, _, _ = uci_methods._build("concrete", 4, 8, [spec, other], stats, TINY)
+    scales = model.hidden[0].prior_weight_scale.flatten()
+    assert scales.tolist() == pytest.approx([1 / (0.5 * math.sqrt(4)), 1 / (2.0 * math.sqrt(4))])
+    model, _, _ = uci_methods._build("mc-dropout", 4, 8, [spec, other], stats, TINY)
+    assert model.output.prior_weight_scale.flatten().tolist() == pytest.approx([2.0, 0.5])
+
+
+def test_concrete_grid_trains_its_length_scales_together(tiny, monkeypatch):
+    data = load_uci("tiny", tiny)
+    seen = []
+    original = uci_module.train_and_score
+
+    def spy(data_, method, specs, s, num_samples, desc):
+        seen.append(sorted(sp.length_scale for sp in specs))
+        return original(data_, method, specs, s, num_samples, desc)
+
+    monkeypatch.setattr(uci_module, "train_and_score", spy)
+    run_uci(data, "concrete", [0, 1], None, TINY, log=lambda m: None)
+    grid, final = seen  # one pass for the grid of both splits, one for the final models
+    assert grid == sorted(list(TINY.concrete_length_scales) * 2) and len(final) == 2
 
 
 def test_streaming_scores_equal_eq13():

@@ -91,6 +91,26 @@ def test_mlp_length_scale_per_layer():
         MLP(3, hidden=(4,), length_scale=[1.0, -2.0])
 
 
+def test_mlp_length_scale_per_run():
+    # with runs=R a tensor [R] gives each run its own prior (std 1/l) in every layer; per-layer
+    # values may mix numbers and tensors
+    runs, lengths = 3, torch.tensor([0.5, 1.0, 4.0])
+    model = MLP(2, hidden=(4,), runs=runs, tau=1.0, length_scale=[lengths, 2.0])
+    tr = _trace(model, torch.randn(runs, 6, 2), torch.randn(runs, 6))
+    hidden, output = (base_prior(tr.nodes[f"{n}.weight"]["fn"]) for n in ("hidden.0", "output"))
+    assert tr.nodes["hidden.0.weight"]["fn"].batch_shape == (runs, 1)
+    assert torch.allclose(hidden.scale, (1 / lengths).reshape(runs, 1, 1, 1).expand(runs, 1, 4, 2))
+    assert torch.allclose(base_prior(tr.nodes["hidden.0.bias"]["fn"]).scale[:, 0, 0], 1 / lengths)
+    assert torch.unique(output.scale).tolist() == [0.5]
+    with pytest.raises(ValueError, match="one value per run"):
+        MLP(2, hidden=(4,), length_scale=lengths)  # no runs plate
+    with pytest.raises(ValueError, match=r"shape \[R\]"):
+        MLP(2, hidden=(4,), runs=2, length_scale=lengths)
+    for bad in (torch.tensor([0.5, float("nan"), 1.0]), torch.tensor([0.5, -1.0, 1.0])):
+        with pytest.raises(ValueError, match="positive and finite"):
+            MLP(2, hidden=(4,), runs=runs, length_scale=bad)
+
+
 def test_mlp_rejects_bad_arguments():
     with pytest.raises(ValueError, match="likelihood"):
         MLP(2, likelihood="poisson")

@@ -17,11 +17,14 @@ def _data():
     return x, x.sum(-1) + 0.1 * torch.randn(R, N, generator=g, dtype=torch.float64)
 
 
-def test_vectorised_runs_train_exactly_like_separate_runs():
+@pytest.mark.parametrize("per_run_length_scale", [False, True])
+def test_vectorised_runs_train_exactly_like_separate_runs(per_run_length_scale):
     torch.set_default_dtype(torch.float64)
     x, y = _data()
     tau = torch.tensor([1.0, 2.0, 4.0])
-    together = MLP(D, hidden=(5,), tau=tau, runs=R)
+    # each run its own prior length-scale (Concrete dropout's grid), or all the default 1.0
+    lengths = torch.tensor([0.3, 1.0, 3.0]) if per_run_length_scale else torch.ones(R)
+    together = MLP(D, hidden=(5,), tau=tau, runs=R, length_scale=lengths if per_run_length_scale else 1.0)
     guide = DropoutGuide(together, dropout=0.0)  # p = 0: deterministic, so the comparison is exact
     guide(x, y)
     init = {k: v.clone() for k, v in guide.median().items()}
@@ -30,7 +33,7 @@ def test_vectorised_runs_train_exactly_like_separate_runs():
         svi.step(x, y, num_data=50)
     for r in range(R):
         pyro.clear_param_store()
-        single = MLP(D, hidden=(5,), tau=float(tau[r]))
+        single = MLP(D, hidden=(5,), tau=float(tau[r]), length_scale=float(lengths[r]))
         g = DropoutGuide(single, dropout=0.0)
         g(x[r], y[r])
         with torch.no_grad():
