@@ -3,7 +3,7 @@ r"""The methods of the UCI benchmark: building each vectorised model, training a
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import Any, cast
@@ -134,16 +134,14 @@ def _build(method: str, d: int, hidden: int, specs: list[Spec], stats: Standardi
     init_loc_fn = INITS[s.init]
     dev = torch.device(s.device)
 
-    def per_run(values: list[float | None]) -> torch.Tensor:
+    def per_run(values: Sequence[float | None]) -> torch.Tensor:
         if any(v is None for v in values):
             raise ValueError(f"{method}: every run needs its grid values (p, tau)")
         return torch.tensor(values, dtype=torch.get_default_dtype(), device=dev)
 
     # one prior length-scale for all runs, or (Concrete dropout's grid) one per run
     lengths = [s.length_scale if sp.length_scale is None else sp.length_scale for sp in specs]
-    length_scale: float | torch.Tensor = (
-        lengths[0] if len(set(lengths)) == 1 else per_run(cast(list[float | None], lengths))
-    )
+    length_scale: float | torch.Tensor = lengths[0] if len(set(lengths)) == 1 else per_run(lengths)
     if method == "concrete":
         per_layer = [length_scale * math.sqrt(k) for k in (d, *widths)]  # K_in of each weight layer
         if s.concrete_tau not in CONCRETE_TAU:

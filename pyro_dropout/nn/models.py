@@ -54,8 +54,6 @@ def _per_layer(
                     f"[R]; got runs={runs} and shape {tuple(value.shape)}"
                 )
             value = value.reshape(runs, 1)  # the "runs" plate is dim -2
-        else:
-            value = float(value)
         out.append(value)
     return out
 
