@@ -40,6 +40,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/vectorised_runs.py
 	$(BIN)/python benchmarks/allocator.py
 	$(BIN)/python benchmarks/per_example_masks.py
+	$(BIN)/python benchmarks/run_chunks.py
 
 # The UCI benchmark (hours on a 2-core CPU): every METHOD on every DATASET, resumable.
 UCI_DATASETS ?= bostonHousing concrete wine-quality-red kin8nm power-plant naval-propulsion-plant protein-tertiary-structure

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from ..datasets import UCIDataset
 from .uci_methods import Settings, Spec, run_baseline_split, train_and_score
@@ -33,6 +34,7 @@ __all__ = [
     "load_results",
     "result_path",
     "run_uci",
+    "split_chunks",
 ]
 
 METHODS = ("mc-dropout", "concrete", "bbalpha-0.5", "bbalpha-1", "mfvi", "ensemble", "sgp", "hmc")
@@ -71,6 +73,28 @@ def _groups(specs: list[Spec]) -> list[list[Spec]]:
         test = None if sp.test is None else len(sp.test)
         by_size.setdefault((len(sp.train), len(sp.score), test, sp.epochs), []).append(sp)
     return list(by_size.values())
+
+
+def split_chunks(
+    data: UCIDataset, method: str, splits: list[int], s: Settings, runs_per_split: int
+) -> list[list[int]]:
+    """The splits of a stage in the groups that train as one vectorised model each, one group
+    after another.
+
+    On the CPU a training step is bound by memory traffic once its activations outgrow the
+    cache: a group holds as many whole splits as keep its largest activation (runs x
+    particles x batch x widest layer) within ``Settings.step_memory_mb``, and at least one
+    (``benchmarks/run_chunks.py``). On other devices, or with ``step_memory_mb=None``,
+    every split of the stage trains together.
+    """
+    budget = s.step_memory_mb
+    if budget is None or torch.device(s.device).type != "cpu":
+        return [list(splits)] if splits else []
+    particles = s.particles if method.startswith("bbalpha") else 1
+    item = torch.empty((), dtype=torch.get_default_dtype()).element_size()
+    per_split = runs_per_split * particles * s.batch_size * data.n_hidden * item
+    n = max(1, int(budget * 2**20 // per_split))
+    return [splits[i : i + n] for i in range(0, len(splits), n)]
 
 
 def _run_all(
@@ -193,27 +217,42 @@ def _fit_and_validate(train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def grid_stage(
-    data: UCIDataset, method: str, splits: list[int], s: Settings
+    data: UCIDataset,
+    method: str,
+    splits: list[int],
+    s: Settings,
+    done: Callable[[dict[int, list[dict[str, Any]]], float], None] | None = None,
 ) -> dict[int, list[dict[str, Any]]]:
     """The protocol's grid search: each split's grid points trained on the first 80% of its
     training rows (file order) and scored on the last 20%. Returns, per split, one row per grid
     point: its hyper-parameters and its validation scores (``test_ll`` is the validation
     log-likelihood); with ``Settings.retrain`` False, also its scores on the test rows (``test``),
-    as the published code reports the test score of the grid network that validation chose."""
+    as the published code reports the test score of the grid network that validation chose.
+
+    The splits train in the groups of :func:`split_chunks`; ``done(rows, seconds)``, if given,
+    receives each group's rows and wall time as soon as the group ends."""
     if method not in GRID_METHODS:
         raise ValueError(f"{method!r} has no grid search; these do: {', '.join(GRID_METHODS)}")
     members = ENSEMBLE_SIZE if method == "ensemble" else 1
     grid = grid_points(data, method, s)
-    specs = []
-    for i in splits:
-        fit, validate = _fit_and_validate(data.splits[i].train)
-        test = None if s.retrain else data.splits[i].test
-        specs += [Spec(i, fit, validate, **h, member=m, test=test) for h in grid for m in range(members)]
-    scores = _run_all(data, method, specs, s, s.validation_samples, f"{data.name} {method} grid")
-    validation: dict[int, list[dict[str, Any]]] = {i: [] for i in splits}
-    for sp, sc in zip(specs, scores, strict=True):
-        if not sp.member:  # an ensemble is scored as a whole, on its first member's row
-            validation[sp.split].append({**_hyper(sp), **sc})
+    # runs that train together: the ensemble's grid points differ in epochs, so train apart
+    together = members if method == "ensemble" else members * len(grid)
+    validation: dict[int, list[dict[str, Any]]] = {}
+    for chunk in split_chunks(data, method, splits, s, together):
+        start = time.perf_counter()
+        specs = []
+        for i in chunk:
+            fit, validate = _fit_and_validate(data.splits[i].train)
+            test = None if s.retrain else data.splits[i].test
+            specs += [Spec(i, fit, validate, **h, member=m, test=test) for h in grid for m in range(members)]
+        scores = _run_all(data, method, specs, s, s.validation_samples, f"{data.name} {method} grid")
+        rows: dict[int, list[dict[str, Any]]] = {i: [] for i in chunk}
+        for sp, sc in zip(specs, scores, strict=True):
+            if not sp.member:  # an ensemble is scored as a whole, on its first member's row
+                rows[sp.split].append({**_hyper(sp), **sc})
+        validation.update(rows)
+        if done is not None:
+            done(rows, time.perf_counter() - start)
     return validation
 
 
@@ -235,23 +274,24 @@ def _grid_with_checkpoints(
     if stored:
         log(f"{data.name} {method}: keeping the finished grid search of splits {sorted(stored)}")
     todo = [i for i in splits if i not in stored]
-    if todo:
-        start = time.perf_counter()
-        validation.update(grid_stage(data, method, todo, s))
-        seconds = time.perf_counter() - start
-        for i in todo:
+
+    def keep(rows: dict[int, list[dict[str, Any]]], seconds: float) -> None:
+        for i, validated in rows.items():
             path = grids[i]
             if path is not None:
                 record = {
                     "dataset": data.name,
                     "method": method,
                     "split": i,
-                    "grid_seconds": seconds,
+                    "grid_seconds": seconds,  # the wall time of the group of splits it trained in
                     "settings": asdict(s),
-                    "validation": validation[i],
+                    "validation": validated,
                 }
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(json.dumps(record, indent=1))
+
+    if todo:
+        validation.update(grid_stage(data, method, todo, s, keep))
     return validation, earlier
 
 
@@ -280,12 +320,15 @@ def _neural_protocol(
     resumed = {i: {"resumed_grid_seconds": earlier[i]} if i in earlier else {} for i in splits}
     if not s.retrain:  # the published code's test score: the chosen grid network, trained on 80%
         return {i: _grid_network_result(data, i, validation[i], best[i]) | resumed[i] for i in splits}
-    specs = [
-        Spec(i, data.splits[i].train, data.splits[i].test, **chosen[i], member=m)
-        for i in splits
-        for m in range(members)
-    ]
-    scores = _run_all(data, method, specs, s, s.num_samples, f"{data.name} {method} final")
+    specs, scores = [], []
+    for chunk in split_chunks(data, method, splits, s, members):
+        some = [
+            Spec(i, data.splits[i].train, data.splits[i].test, **chosen[i], member=m)
+            for i in chunk
+            for m in range(members)
+        ]
+        specs += some
+        scores += _run_all(data, method, some, s, s.num_samples, f"{data.name} {method} final")
     results: dict[int, dict] = {}
     for sp, sc in zip(specs, scores, strict=True):
         if sp.member:

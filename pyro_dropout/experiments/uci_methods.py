@@ -48,6 +48,12 @@ class Settings:
     validation_samples: int = 1_000  # T when scoring the grid on the validation rows
     chunk_size: int = 100  # draws per prediction chunk, at most
     chunk_memory_mb: float = 1024.0  # fewer draws a chunk when they would not fit in this
+    # on the CPU, a stage's splits train in groups (one vectorised model each, one after another)
+    # whose largest training activation (runs x particles x batch x width) fits in this: beyond
+    # the cache a step is bound by memory traffic (BB-alpha's 240 kin8nm grid runs as one model,
+    # 59 MB, step 2.6x slower than as chunks of 36-60 runs; benchmarks/run_chunks.py). None: every
+    # split of a stage in one model, as on a GPU
+    step_memory_mb: float | None = 12.0
     particles: int = 10  # K for BB-alpha
     concrete_tau_prior: tuple[float, float] = (0.1, 0.01)  # Gamma(shape, rate) on tau (standardised y)
     # how Concrete dropout's tau (precision of the standardised targets) is fitted: "em" holds it at
@@ -87,6 +93,10 @@ class Settings:
         layers = self.hidden_layers
         if isinstance(layers, bool) or not isinstance(layers, int) or layers < 1:
             raise ValueError(f"hidden_layers must be a whole number >= 1, got {self.hidden_layers!r}")
+        budget = self.step_memory_mb
+        number = isinstance(budget, int | float) and not isinstance(budget, bool)
+        if budget is not None and not (number and math.isfinite(budget) and budget > 0):
+            raise ValueError(f"step_memory_mb must be a positive number of MB or None, got {budget!r}")
 
     @classmethod
     def from_stored(cls, stored: dict[str, Any]) -> Settings:

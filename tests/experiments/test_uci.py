@@ -594,3 +594,54 @@ def test_a_run_stopped_in_the_final_stage_resumes_there(tiny, monkeypatch):
         "tiny_mc-dropout_split00.json",
         "tiny_mc-dropout_split01.json",
     ]
+
+
+def test_training_groups_fit_the_step_memory_budget(tiny):
+    data = load_uci("tiny", tiny)  # 8 hidden units, batch 128, float32: 4 kB a run and particle
+    split = 10 * 128 * 8 * 4 / 2**20  # BB-alpha's K = 10 particles, in MB, for one run
+    s = replace(TINY, step_memory_mb=4 * split)  # room for the 4 grid runs of one split
+    assert uci_module.split_chunks(data, "bbalpha-0.5", [0, 1, 2], s, 4) == [[0], [1], [2]]
+    assert uci_module.split_chunks(data, "bbalpha-0.5", [0, 1, 2], s, 2) == [[0, 1], [2]]
+    assert uci_module.split_chunks(data, "bbalpha-0.5", [0, 1, 2], s, 8) == [[0], [1], [2]]  # >= 1
+    assert uci_module.split_chunks(data, "mc-dropout", [0, 1, 2], s, 4) == [[0, 1, 2]]  # K = 1
+    assert uci_module.split_chunks(data, "mc-dropout", [], s, 4) == []
+    unlimited = replace(s, step_memory_mb=None)
+    assert uci_module.split_chunks(data, "bbalpha-0.5", [0, 1, 2], unlimited, 4) == [[0, 1, 2]]
+    on_gpu = replace(s, device="cuda")  # launch-bound there: all together
+    assert uci_module.split_chunks(data, "bbalpha-0.5", [0, 1, 2], on_gpu, 4) == [[0, 1, 2]]
+    for bad in (0, -1.0, float("nan"), "12"):
+        with pytest.raises(ValueError, match="step_memory_mb must be a positive number of MB or None"):
+            replace(TINY, step_memory_mb=bad)
+
+
+def test_grid_groups_train_apart_and_each_is_kept_as_it_ends(tiny, monkeypatch):
+    data = load_uci("tiny", tiny)
+    s = replace(TINY, step_memory_mb=4 * 10 * 128 * 8 * 4 / 2**20)  # BB-alpha: one split a group
+    original = uci_module.train_and_score
+    seen = []
+
+    def stop_in_second_group(data_, method, specs, s_, num_samples, desc):
+        seen.append((desc, sorted({sp.split for sp in specs}), len(specs)))
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+        return original(data_, method, specs, s_, num_samples, desc)
+
+    monkeypatch.setattr(uci_module, "train_and_score", stop_in_second_group)
+    out = tiny / "out"
+    with pytest.raises(KeyboardInterrupt):
+        run_uci(data, "bbalpha-1", [0, 1], out, s, log=lambda m: None)
+    assert [r[1:] for r in seen] == [([0], 4), ([1], 4)]  # each split's 4 grid runs, one group each
+    # the first group's grid search was kept as soon as it ended
+    assert sorted(p.name for p in out.iterdir()) == ["tiny_bbalpha-1_split00.grid.json"]
+    first = json.loads((out / "tiny_bbalpha-1_split00.grid.json").read_text())["grid_seconds"]
+    seen.clear()
+    monkeypatch.setattr(uci_module, "train_and_score", lambda *a: (seen.append(a[-1]), original(*a))[1])
+    results = run_uci(data, "bbalpha-1", [0, 1], out, s, log=lambda m: None)
+    # split 1's grid, then the final models of both splits: 1 run a split, so one group
+    assert len(seen) == 2 and "grid" in seen[0] and "final" in seen[1]
+    assert results[0]["resumed_grid_seconds"] == first and "resumed_grid_seconds" not in results[1]
+    assert results[0]["protocol_seconds"] > first
+    # MC dropout's grid fits the same budget whole: one group, as before
+    seen.clear()
+    run_uci(data, "mc-dropout", [0, 1], tiny / "mc", s, log=lambda m: None)
+    assert len(seen) == 2
