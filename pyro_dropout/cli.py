@@ -40,7 +40,10 @@ def _uci(args: argparse.Namespace) -> int:
     from .datasets import load_uci
     from .experiments.uci import Settings, run_uci
 
-    torch.set_num_threads(max(1, torch.get_num_threads()))
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ValueError(f"--threads must be at least 1, got {args.threads}")
+        torch.set_num_threads(args.threads)
     data = load_uci(args.dataset, args.data_dir)
     settings = Settings(
         epochs_multiplier=args.epochs_multiplier,
@@ -161,6 +164,14 @@ def build_parser() -> argparse.ArgumentParser:
         f"(default {defaults.concrete_tau_init}; 1e-3 was the best start for map)",
     )
     uci.add_argument("--device", default="cpu", help="cpu or cuda")
+    uci.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="PyTorch's CPU threads (default: its own choice, one per core); with other jobs on "
+        "the machine give each job its share, e.g. 1 each for two jobs on two cores: threads "
+        "that wait for a busy core make a step several times slower",
+    )
     uci.add_argument("--quiet", action="store_true", help="no progress bars")
     uci.set_defaults(func=_uci)
 

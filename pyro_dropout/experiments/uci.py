@@ -193,6 +193,7 @@ def run_uci(
             seconds=seconds / len(todo),
             protocol_seconds=seconds,
             splits_run_together=len(todo),
+            threads=torch.get_num_threads(),  # PyTorch's CPU threads, for reading the wall time
             settings=asdict(s),
         )
         path = paths[i]

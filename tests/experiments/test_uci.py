@@ -343,6 +343,14 @@ def test_table_and_cli(tiny, capsys):
     assert main(["uci", *common, *em]) == 0
     stored = json.loads((tiny / "pd" / "tiny_concrete_split00.json").read_text())["settings"]
     assert (stored["concrete_tau"], stored["concrete_tau_init"]) == ("em", 0.5)
+    threads = torch.get_num_threads()
+    try:
+        assert main(["uci", *common, "--method", "sgp", "--threads", "1"]) == 0
+        assert json.loads((tiny / "pd" / "tiny_sgp_split00.json").read_text())["threads"] == 1
+    finally:
+        torch.set_num_threads(threads)
+    assert main(["uci", *common, "--method", "sgp", "--threads", "0"]) == 2
+    assert "--threads must be at least 1, got 0" in capsys.readouterr().err
     assert main(["uci", *common, "--method", "mfvi", "--hidden-layers", "0"]) == 2
     assert "hidden_layers must be a whole number >= 1, got 0" in capsys.readouterr().err
     table = markdown_table(rows)
