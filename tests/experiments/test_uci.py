@@ -559,19 +559,27 @@ def test_concrete_tau_held_during_training_then_set_by_the_m_step(tiny):
         )
 
 
+def _stop_training_when(monkeypatch, stop):
+    """Record each ``train_and_score`` call of the protocol as ``(desc, splits, runs)`` and raise
+    KeyboardInterrupt (a stopped run) at the first call for which ``stop(calls)`` holds."""
+    original = uci_module.train_and_score
+    calls = []
+
+    def train(data_, method, specs, s, num_samples, desc):
+        calls.append((desc, sorted({sp.split for sp in specs}), len(specs)))
+        if stop(calls):
+            raise KeyboardInterrupt
+        return original(data_, method, specs, s, num_samples, desc)
+
+    monkeypatch.setattr(uci_module, "train_and_score", train)
+    return calls
+
+
 def test_a_run_stopped_in_the_final_stage_resumes_there(tiny, monkeypatch):
     data = load_uci("tiny", tiny)
     whole = run_uci(data, "mc-dropout", [0, 1], tiny / "whole", TINY, log=lambda m: None)
     original = uci_module.train_and_score
-    stages = []
-
-    def stop_in_final(data_, method, specs, s, num_samples, desc):
-        stages.append(desc)
-        if "final" in desc:
-            raise KeyboardInterrupt
-        return original(data_, method, specs, s, num_samples, desc)
-
-    monkeypatch.setattr(uci_module, "train_and_score", stop_in_final)
+    _stop_training_when(monkeypatch, lambda calls: "final" in calls[-1][0])
     out = tiny / "stopped"
     with pytest.raises(KeyboardInterrupt):
         run_uci(data, "mc-dropout", [0, 1], out, TINY, log=lambda m: None)
@@ -584,7 +592,7 @@ def test_a_run_stopped_in_the_final_stage_resumes_there(tiny, monkeypatch):
         run_uci(data, "mc-dropout", [0], out, replace(TINY, seed=1), log=lambda m: None)
     grid_seconds = {json.loads((out / g).read_text())["grid_seconds"] for g in grids}
     assert len(grid_seconds) == 1  # the two splits' grids trained together
-    stages.clear()
+    stages = []
     monkeypatch.setattr(uci_module, "train_and_score", lambda *a: (stages.append(a[-1]), original(*a))[1])
     messages = []
     resumed = run_uci(data, "mc-dropout", [0, 1], out, TINY, log=messages.append)
@@ -626,15 +634,7 @@ def test_grid_groups_train_apart_and_each_is_kept_as_it_ends(tiny, monkeypatch):
     data = load_uci("tiny", tiny)
     s = replace(TINY, step_memory_mb=4 * 10 * 128 * 8 * 4 / 2**20)  # BB-alpha: one split a group
     original = uci_module.train_and_score
-    seen = []
-
-    def stop_in_second_group(data_, method, specs, s_, num_samples, desc):
-        seen.append((desc, sorted({sp.split for sp in specs}), len(specs)))
-        if len(seen) == 2:
-            raise KeyboardInterrupt
-        return original(data_, method, specs, s_, num_samples, desc)
-
-    monkeypatch.setattr(uci_module, "train_and_score", stop_in_second_group)
+    seen = _stop_training_when(monkeypatch, lambda calls: len(calls) == 2)
     out = tiny / "out"
     with pytest.raises(KeyboardInterrupt):
         run_uci(data, "bbalpha-1", [0, 1], out, s, log=lambda m: None)
