@@ -208,6 +208,15 @@ def _cell(value: tuple[float, float] | None, digits: int = 2) -> str:
     return f"{mean:.{digits}f} ± {se:.{digits}f}" if math.isfinite(se) else f"{mean:.{digits}f}"
 
 
+def _split_cell(s: dict[str, Any] | None, metric: str, digits: int, full: int) -> str:
+    """A method's cell; one averaging fewer splits than the data set's fullest column says how
+    many, e.g. ``1.14 ± 0.02 (3/20)``, so that a partial run is not read as a finished one."""
+    if s is None:
+        return "—"
+    cell = _cell(s[metric], digits)
+    return cell if s["splits"] >= full else f"{cell} ({s['splits']}/{full})"
+
+
 def _digits(dataset: str) -> int:
     return 3 if dataset in ("kin8nm", "naval-propulsion-plant") else 2
 
@@ -239,7 +248,13 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
     every = methods_in(summary)
     methods = [m for m in every if parse_label(m).hidden_layers == 1]
     deeper = [m for m in every if parse_label(m).hidden_layers != 1]
-    lines = ["Published columns: " + "; ".join(f"*{k}*: {v}" for k, v in SOURCES.items()) + ".", ""]
+    lines = [
+        "Published columns: " + "; ".join(f"*{k}*: {v}" for k, v in SOURCES.items()) + ".",
+        "",
+        "A cell that averages fewer splits than the data set's fullest column says how many, "
+        "e.g. (3/20): it is not yet comparable with the others.",
+        "",
+    ]
     for metric, title in (
         ("rmse", "Test RMSE (lower is better)"),
         ("test_ll", "Test log-likelihood (higher is better)"),
@@ -250,9 +265,8 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         for d in datasets:
             if not any((d, m) in summary for m in methods):
                 continue
-            cells = [
-                _cell(summary[(d, m)][metric], _digits(d)) if (d, m) in summary else "—" for m in methods
-            ]
+            full = max(summary[(d, m)]["splits"] for m in every if (d, m) in summary)
+            cells = [_split_cell(summary.get((d, m)), metric, _digits(d), full) for m in methods]
             pub = [
                 _cell((p[d][index], p[d][index + 1]), 2) if d in p else "—"  # at the published precision
                 for p in PUBLISHED.values()

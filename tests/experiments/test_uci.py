@@ -653,3 +653,30 @@ def test_grid_groups_train_apart_and_each_is_kept_as_it_ends(tiny, monkeypatch):
     seen.clear()
     run_uci(data, "mc-dropout", [0, 1], tiny / "mc", s, log=lambda m: None)
     assert len(seen) == 2
+
+
+def test_a_cell_over_fewer_splits_says_how_many():
+    def row(method, split, ll):
+        return {
+            "dataset": "kin8nm",
+            "method": method,
+            "split": split,
+            "rmse": 0.08,
+            "rmse_standard": 0.08,
+            "test_ll": ll,
+            "per_example_masks": True,
+            "settings": {"per_example_masks": True},
+        }
+
+    rows = [row("mc-dropout", i, 1.1 + 0.01 * i) for i in range(4)] + [
+        row("bbalpha-1", i, 1.2) for i in (0, 1)
+    ]
+    table = markdown_table(rows)
+    ll_row = next(
+        line
+        for line in table[table.index("log-likelihood") :].splitlines()
+        if line.startswith("| kin8nm |")
+    )
+    cells = ll_row.split(" | ")
+    assert "(2/4)" in ll_row and "1.200 ± 0.000 (2/4)" in cells  # the partial column, marked
+    assert "1.115 ± 0.006" in cells  # the full column, unmarked
