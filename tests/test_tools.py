@@ -85,6 +85,27 @@ def test_paired_comparison_with_the_published_per_split_results(tmp_path, capsys
         tool.main(["wine-quality-red", "--results", str(tmp_path)])
 
 
+def test_paired_comparison_of_two_methods_on_the_splits_both_ran(tmp_path, capsys):
+    tool = load_script("tools", "uci_paired")
+    runs = {"bbalpha-1": {0: -2.3, 1: -2.2, 2: -2.4}, "mc-dropout": {1: -2.4, 2: -2.6, 3: -2.0}}
+    for method, lls in runs.items():
+        for split, ll in lls.items():
+            record = {"split": split, "rmse": 3.0, "test_ll": ll, "coverage_90": 0.9}
+            (tmp_path / f"boston_{method}_split{split:02d}.json").write_text(json.dumps(record))
+    out = tool.main(
+        ["boston", "--method", "bbalpha-1", "--against", "mc-dropout", "--results", str(tmp_path)]
+    )
+    assert out["test_ll"]["n"] == 2  # splits 1 and 2 only
+    assert out["test_ll"]["mean"] == pytest.approx(0.2) and out["test_ll"]["se"] == pytest.approx(
+        0.0, abs=1e-12
+    )
+    assert out["rmse"]["mean"] == 0.0 and out["coverage_90"]["mean"] == 0.0
+    assert "bbalpha-1 - mc-dropout = +0.2000" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="share no split"):
+        (tmp_path / "boston_hmc_split09.json").write_text(json.dumps({"split": 9, "rmse": 1, "test_ll": 1}))
+        tool.main(["boston", "--method", "hmc", "--against", "mc-dropout", "--results", str(tmp_path)])
+
+
 def test_grid_stage_reproduces_the_stored_validation_and_compares_a_change(tmp_path, capsys):
     root, out = _stored_run(tmp_path, [0, 1])
     tool = load_script("tools", "uci_grid_stage")

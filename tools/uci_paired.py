@@ -1,11 +1,13 @@
-"""Pair stored UCI results with the 2018 re-run's published per-split results, split by split.
+"""Pair stored UCI results split by split: with the 2018 re-run's published per-split results,
+or with another of our methods.
 
-Run: python tools/uci_paired.py DATASET [--method mc-dropout] [--results results/uci]
+Run: python tools/uci_paired.py DATASET [--method mc-dropout] [--against LABEL] [--results results/uci]
 
-Prints, for every split run, our RMSE and test log-likelihood next to the published ones,
-and the mean paired difference (ours minus published) with its standard error. Pairing
-removes the split-to-split spread that dominates the standard errors of the two means.
-The published per-split figures, and where they come from, are in
+Prints, for every split run, our RMSE and test log-likelihood next to the published ones (or
+next to those of ``--against``, a result label such as ``mc-dropout`` or ``hmc``, on the splits
+both have run), and the mean paired difference (``--method`` minus the other) with its
+standard error. Pairing removes the split-to-split spread that dominates the standard errors
+of the two means. The published per-split figures, and where they come from, are in
 ``tools/published_uci_per_split.json``.
 """
 
@@ -20,11 +22,8 @@ from pyro_dropout.experiments.uci_table import is_result_file, mean_se
 PUBLISHED = Path(__file__).resolve().parent / "published_uci_per_split.json"
 
 
-def paired(dataset: str, method: str, results: Path) -> dict[str, dict[str, float]]:
-    """``{metric: {"mean": ..., "se": ..., "n": ...}}`` of ours minus published, per metric."""
-    published = json.loads(PUBLISHED.read_text()).get(dataset)
-    if published is None:
-        raise SystemExit(f"no published per-split results for '{dataset}' in {PUBLISHED.name}")
+def _ours(dataset: str, method: str, results: Path) -> dict[int, dict]:
+    """The stored results of ``method`` (a result label) on ``dataset``, by split."""
     ours = {}
     for path in sorted(results.glob(f"{dataset}_{method}_split*.json")):
         if not is_result_file(path):
@@ -33,6 +32,33 @@ def paired(dataset: str, method: str, results: Path) -> dict[str, dict[str, floa
         ours[int(record["split"])] = record
     if not ours:
         raise SystemExit(f"no results for {dataset} / {method} in {results}")
+    return ours
+
+
+def paired_methods(dataset: str, method: str, against: str, results: Path) -> dict[str, dict[str, float]]:
+    """``{metric: {"mean": ..., "se": ..., "n": ...}}`` of ``method`` minus ``against`` on the
+    splits both have run (RMSE, test log-likelihood, 90% coverage)."""
+    ours, theirs = _ours(dataset, method, results), _ours(dataset, against, results)
+    common = sorted(set(ours) & set(theirs))
+    if not common:
+        raise SystemExit(f"{method} and {against} share no split of {dataset} in {results}")
+    out = {}
+    for metric in ("rmse", "test_ll", "coverage_90"):
+        if all(metric in ours[s] and metric in theirs[s] for s in common):
+            mean, se = mean_se([ours[s][metric] - theirs[s][metric] for s in common])
+            out[metric] = {"mean": mean, "se": se, "n": float(len(common))}
+    for s in common:
+        cells = [f"{m} {ours[s][m]:.4g} / {theirs[s][m]:.4g}" for m in ("rmse", "test_ll")]
+        print(f"split {s:2d}: " + ", ".join(cells) + f"  ({method} / {against})")
+    return out
+
+
+def paired(dataset: str, method: str, results: Path) -> dict[str, dict[str, float]]:
+    """``{metric: {"mean": ..., "se": ..., "n": ...}}`` of ours minus published, per metric."""
+    published = json.loads(PUBLISHED.read_text()).get(dataset)
+    if published is None:
+        raise SystemExit(f"no published per-split results for '{dataset}' in {PUBLISHED.name}")
+    ours = _ours(dataset, method, results)
     out = {}
     for metric, values in published.items():
         diffs = [ours[s][metric] - values[s] for s in sorted(ours) if s < len(values)]
@@ -50,11 +76,16 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     )
     parser.add_argument("dataset")
     parser.add_argument("--method", default="mc-dropout", help="a result label, e.g. mc-dropout-per-draw")
+    parser.add_argument("--against", default=None, help="another result label (default: the published runs)")
     parser.add_argument("--results", type=Path, default=Path("results/uci"))
     args = parser.parse_args(argv)
-    out = paired(args.dataset, args.method, args.results)
+    if args.against is None:
+        out, what = paired(args.dataset, args.method, args.results), "ours - published"
+    else:
+        out = paired_methods(args.dataset, args.method, args.against, args.results)
+        what = f"{args.method} - {args.against}"
     for metric, d in out.items():
-        print(f"{metric}: ours - published = {d['mean']:+.4f} +- {d['se']:.4f} over {int(d['n'])} splits")
+        print(f"{metric}: {what} = {d['mean']:+.4f} +- {d['se']:.4f} over {int(d['n'])} splits")
     return out
 
 

@@ -673,9 +673,7 @@ def test_a_cell_over_fewer_splits_says_how_many():
     ]
     table = markdown_table(rows)
     ll_row = next(
-        line
-        for line in table[table.index("log-likelihood") :].splitlines()
-        if line.startswith("| kin8nm |")
+        line for line in table[table.index("log-likelihood") :].splitlines() if line.startswith("| kin8nm |")
     )
     cells = ll_row.split(" | ")
     assert "(2/4)" in ll_row and "1.200 ± 0.000 (2/4)" in cells  # the partial column, marked
