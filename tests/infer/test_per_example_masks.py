@@ -24,14 +24,20 @@ def _linear_model(x, y=None):
         return pyro.sample("obs", dist.Normal(linear(x, w).squeeze(-1), TAU**-0.5), obs=y)
 
 
-def _draws(per_example, draws=20_000):
-    """Per-point log-likelihoods ``[draws, N]`` of the linear model, and the model's mean M."""
+def _linear_setup():
+    """Seeded float64 data for the linear model, its guide and the guide's mean M; and the
+    generator, for further draws."""
     g = torch.Generator().manual_seed(1)
     x = torch.randn(N, D, generator=g, dtype=torch.float64)
     y = torch.randn(N, generator=g, dtype=torch.float64)
     guide = DropoutGuide(_linear_model, dropout=P)
     guide(x, y)
-    m = guide.median()["w"][0]
+    return x, y, guide, guide.median()["w"][0], g
+
+
+def _draws(per_example, draws=20_000):
+    """Per-point log-likelihoods ``[draws, N]`` of the linear model, and the model's mean M."""
+    x, y, guide, m, _ = _linear_setup()
 
     def under_plate(fn):
         def run(*args):
@@ -187,12 +193,7 @@ def test_bbalpha_per_example_masks_estimate_the_per_point_expectation():
     own mask: checked against an independent Monte Carlo estimate in raw PyTorch (seeded, 4
     standard errors), which also shows that masks shared by the particles would fail it."""
     alpha, k, draws = 0.5, 4, 3000
-    g = torch.Generator().manual_seed(1)
-    x = torch.randn(N, D, generator=g, dtype=torch.float64)
-    y = torch.randn(N, generator=g, dtype=torch.float64)
-    guide = DropoutGuide(_linear_model, dropout=P)
-    guide(x, y)
-    m = guide.median()["w"][0]
+    x, y, guide, m, g = _linear_setup()
     kl = kl_divergence(guide.family("w"), guide.prototype_trace.nodes["w"]["fn"]).item()
     loss = BBAlpha(alpha, num_particles=k, per_example_masks=True)
     pyro.set_rng_seed(0)
