@@ -170,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="PyTorch's CPU threads (default: its own choice, one per core); with other jobs on "
         "the machine give each job its share, e.g. 1 each for two jobs on two cores: threads "
-        "that wait for a busy core make a step several times slower",
+        "that wait for a busy core made a step 2-8 times slower (docs/uci.md)",
     )
     uci.add_argument("--quiet", action="store_true", help="no progress bars")
     uci.set_defaults(func=_uci)
