@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from ..datasets import UCIDataset
-from .uci_methods import Settings, Spec, run_baseline_split, train_and_score
+from .uci_methods import Checkpoints, Settings, Spec, run_baseline_split, train_and_score
 from .uci_table import GRID_SUFFIX, label
 
 __all__ = [
@@ -98,11 +98,18 @@ def split_chunks(
 
 
 def _run_all(
-    data: UCIDataset, method: str, specs: list[Spec], s: Settings, num_samples: int, desc: str
+    data: UCIDataset,
+    method: str,
+    specs: list[Spec],
+    s: Settings,
+    num_samples: int,
+    desc: str,
+    checkpoints: Checkpoints | None = None,
 ) -> list[dict]:
     results: dict[int, dict] = {}
     for group in _groups(specs):
-        scores = train_and_score(data, method, group, s, num_samples, f"{desc} ({len(group)} runs)")
+        bar = f"{desc} ({len(group)} runs)"
+        scores = train_and_score(data, method, group, s, num_samples, bar, checkpoints=checkpoints)
         for sp, score in zip(group, scores, strict=True):
             results[id(sp)] = score
     return [results[id(sp)] for sp in specs]
@@ -154,7 +161,9 @@ def run_uci(
     Splits whose result file exists are kept (the run is resumable), if they were made with
     the same command-line settings (``CHECKED_SETTINGS``; else an error). The grid search of
     each split is written to ``grid_path`` as soon as it ends, so a run stopped during the
-    final stage resumes there. Returns the results of the splits run now and of those kept.
+    final stage resumes there; and while a group of runs trains, its state is kept in ``out``
+    every five minutes (``*.train.pt``, removed when the group is scored), so a stopped run
+    resumes within minutes of where it stood. Returns the results of the splits run now and of those kept.
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
@@ -177,14 +186,18 @@ def run_uci(
     if not todo:
         return [kept[i] for i in splits]
     start = time.perf_counter()
+    checkpoints = None if out is None else Checkpoints(out)
     if method in ("sgp", "hmc"):
         results = {i: run_baseline_split(method, data, i, s) for i in todo}
     else:
         grids = {i: grid_path(out, data.name, name, i) if out else None for i in todo}
-        results = _neural_protocol(data, method, todo, s, log, grids)
-    # a grid search resumed from its checkpoint ran in an earlier process: its time counts too
+        results = _neural_protocol(data, method, todo, s, log, grids, checkpoints)
+    # a grid search or a training resumed from its checkpoint ran in part in an earlier process
+    # (up to its checkpoint): that time counts too
     seconds = time.perf_counter() - start
     seconds += sum({results[i].get("resumed_grid_seconds", 0.0) for i in todo})
+    resumed_training = 0.0 if checkpoints is None else checkpoints.resumed_seconds
+    seconds += resumed_training
     for i in todo:
         results[i].update(
             dataset=data.name,
@@ -194,6 +207,7 @@ def run_uci(
             protocol_seconds=seconds,
             splits_run_together=len(todo),
             threads=torch.get_num_threads(),  # PyTorch's CPU threads, for reading the wall time
+            resumed_training_seconds=resumed_training,
             settings=asdict(s),
         )
         path = paths[i]
@@ -223,6 +237,7 @@ def grid_stage(
     splits: list[int],
     s: Settings,
     done: Callable[[dict[int, list[dict[str, Any]]], float], None] | None = None,
+    checkpoints: Checkpoints | None = None,
 ) -> dict[int, list[dict[str, Any]]]:
     """The protocol's grid search: each split's grid points trained on the first 80% of its
     training rows (file order) and scored on the last 20%. Returns, per split, one row per grid
@@ -231,7 +246,8 @@ def grid_stage(
     as the published code reports the test score of the grid network that validation chose.
 
     The splits train in the groups of :func:`split_chunks`; ``done(rows, seconds)``, if given,
-    receives each group's rows and wall time as soon as the group ends."""
+    receives each group's rows and wall time as soon as the group ends. With a ``checkpoints``
+    folder, each group's training keeps its state there as it goes (``train_and_score``)."""
     if method not in GRID_METHODS:
         raise ValueError(f"{method!r} has no grid search; these do: {', '.join(GRID_METHODS)}")
     members = ENSEMBLE_SIZE if method == "ensemble" else 1
@@ -241,19 +257,22 @@ def grid_stage(
     validation: dict[int, list[dict[str, Any]]] = {}
     for chunk in split_chunks(data, method, splits, s, together):
         start = time.perf_counter()
+        before = 0.0 if checkpoints is None else checkpoints.resumed_seconds
         specs = []
         for i in chunk:
             fit, validate = _fit_and_validate(data.splits[i].train)
             test = None if s.retrain else data.splits[i].test
             specs += [Spec(i, fit, validate, **h, member=m, test=test) for h in grid for m in range(members)]
-        scores = _run_all(data, method, specs, s, s.validation_samples, f"{data.name} {method} grid")
+        desc = f"{data.name} {method} grid"
+        scores = _run_all(data, method, specs, s, s.validation_samples, desc, checkpoints)
         rows: dict[int, list[dict[str, Any]]] = {i: [] for i in chunk}
         for sp, sc in zip(specs, scores, strict=True):
             if not sp.member:  # an ensemble is scored as a whole, on its first member's row
                 rows[sp.split].append({**_hyper(sp), **sc})
         validation.update(rows)
-        if done is not None:
-            done(rows, time.perf_counter() - start)
+        if done is not None:  # the time of a training resumed from a checkpoint counts too
+            resumed = 0.0 if checkpoints is None else checkpoints.resumed_seconds - before
+            done(rows, time.perf_counter() - start + resumed)
     return validation
 
 
@@ -264,6 +283,7 @@ def _grid_with_checkpoints(
     s: Settings,
     log: Callable,
     grids: dict[int, Path | None],
+    checkpoints: Checkpoints | None = None,
 ) -> tuple[dict[int, list[dict[str, Any]]], dict[int, float]]:
     """The grid search of ``splits``, reading finished ones from ``grids`` and writing new ones there.
 
@@ -292,7 +312,7 @@ def _grid_with_checkpoints(
                 path.write_text(json.dumps(record, indent=1))
 
     if todo:
-        validation.update(grid_stage(data, method, todo, s, keep))
+        validation.update(grid_stage(data, method, todo, s, keep, checkpoints))
     return validation, earlier
 
 
@@ -303,6 +323,7 @@ def _neural_protocol(
     s: Settings,
     log: Callable,
     grids: dict[int, Path | None] | None = None,
+    checkpoints: Checkpoints | None = None,
 ) -> dict[int, dict]:
     chosen: dict[int, dict[str, Any]] = {i: {} for i in splits}
     best: dict[int, dict[str, Any]] = {}  # each split's best grid row
@@ -311,7 +332,7 @@ def _neural_protocol(
     members = ENSEMBLE_SIZE if method == "ensemble" else 1
     if method in GRID_METHODS:
         validation, earlier = _grid_with_checkpoints(
-            data, method, splits, s, log, grids or dict.fromkeys(splits)
+            data, method, splits, s, log, grids or dict.fromkeys(splits), checkpoints
         )
         keys = list(grid_points(data, method, s)[0])
         for i in splits:
@@ -329,7 +350,8 @@ def _neural_protocol(
             for m in range(members)
         ]
         specs += some
-        scores += _run_all(data, method, some, s, s.num_samples, f"{data.name} {method} final")
+        desc = f"{data.name} {method} final"
+        scores += _run_all(data, method, some, s, s.num_samples, desc, checkpoints)
     results: dict[int, dict] = {}
     for sp, sc in zip(specs, scores, strict=True):
         if sp.member:

@@ -2,10 +2,13 @@ r"""The methods of the UCI benchmark: building each vectorised model, training a
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from functools import partial
+from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
@@ -17,9 +20,24 @@ from ..datasets import UCIDataset
 from ..guides import DropoutGuide, init_to_fan_in, init_to_glorot
 from ..infer import BBAlpha, CompiledSVI, DropoutELBO, predict, predict_from_samples, predict_standard
 from ..nn import MLP
-from .vectorised import Standardiser, draws_per_chunk, dropout_draws, score_runs, train_runs
+from .vectorised import (
+    Standardiser,
+    TrainingCheckpoint,
+    draws_per_chunk,
+    dropout_draws,
+    score_runs,
+    train_runs,
+)
 
-__all__ = ["LEGACY_SETTINGS", "Settings", "Spec", "run_baseline_split", "train_and_score"]
+__all__ = [
+    "LEGACY_SETTINGS",
+    "Checkpoints",
+    "Settings",
+    "Spec",
+    "run_baseline_split",
+    "train_and_score",
+    "training_key",
+]
 
 
 # what runs made before a setting existed did: a result file without the key ran so
@@ -111,6 +129,17 @@ class Settings:
         s.concrete_length_scales = tuple(s.concrete_length_scales)
         s.ensemble_epoch_fractions = tuple(s.ensemble_epoch_fractions)
         return s
+
+
+@dataclass
+class Checkpoints:
+    """Where training keeps its state as it goes (``train_and_score``), and how often
+    (seconds); ``resumed_seconds`` adds up the training time that the trainings resumed from
+    there had spent in the processes that were stopped, up to their last checkpoint."""
+
+    folder: Path
+    every: float = 300.0
+    resumed_seconds: float = 0.0
 
 
 @dataclass
@@ -235,12 +264,16 @@ def train_and_score(
     num_samples: int,
     desc: str,
     monitor: Callable[[int, Any, Any, Standardiser], None] | None = None,
+    checkpoints: Checkpoints | None = None,
 ) -> list[dict[str, Any]]:
     """Train ``specs`` (equal-sized rows) as one vectorised model; score each on its ``score`` rows
     (and on its ``test`` rows, if it has them, under the key ``"test"``).
 
     ``monitor(epoch, model, guide, stats)``, if given, runs after every epoch (for
-    diagnostics; it must not draw random numbers).
+    diagnostics; it must not draw random numbers). With ``checkpoints``, the state of training
+    is kept in its folder every ``checkpoints.every`` seconds (and when training ends) in a
+    file named by what is trained (:func:`training_key`), so that a stopped run resumes where
+    it stood; the file is removed once the runs are scored.
     """
     dev = torch.device(s.device)
     pyro.clear_param_store()
@@ -254,9 +287,25 @@ def train_and_score(
     if any((sp.epochs or epochs) != epochs for sp in specs):
         raise ValueError("runs trained together need the same number of epochs")
     on_epoch = None if monitor is None else (lambda e: monitor(e, model, guide, stats))
+    checkpoint = None
+    if checkpoints is not None:
+        key = training_key(data, method, specs, s)
+        path = checkpoints.folder / f"{data.name}_{method}_{key[:16]}.train.pt"
+        checkpoint = TrainingCheckpoint(path, svi, key, checkpoints.every)
     history = train_runs(
-        svi.step, stats.x(x_train), stats.y(y_train), epochs, s.batch_size, s.seed, desc, s.progress, on_epoch
+        svi.step,
+        stats.x(x_train),
+        stats.y(y_train),
+        epochs,
+        s.batch_size,
+        s.seed,
+        desc,
+        s.progress,
+        on_epoch,
+        checkpoint,
     )
+    if checkpoints is not None and checkpoint is not None:
+        checkpoints.resumed_seconds += checkpoint.earlier
     tau_before = None
     if method == "concrete":
         tau_before = _final_tau_step(model, guide, stats.x(x_train), stats.y(y_train), s)
@@ -267,15 +316,40 @@ def train_and_score(
         for score, test in zip(scores, on_test, strict=True):
             score["test"] = test
     if method == "ensemble":
+        if checkpoint is not None:
+            checkpoint.remove()
         return scores
     learned = _learned(method, model, guide, stats)
     if tau_before is not None:
         learned["tau_before_m_step"] = (tau_before / stats.y_std.to(tau_before).pow(2)).tolist()
     learned["final_train_loss"] = history[-1] if history else None
+    if checkpoint is not None:
+        checkpoint.remove()
     return [
         {**score, **{k: (v[r] if isinstance(v, list) else v) for k, v in learned.items()}}
         for r, score in enumerate(scores)
     ]
+
+
+# settings that do not change what training computes
+_NOT_TRAINING = ("num_samples", "validation_samples", "chunk_size", "chunk_memory_mb", "progress", "device")
+
+
+def training_key(data: UCIDataset, method: str, specs: list[Spec], s: Settings) -> str:
+    """A hash of everything that decides a vectorised training: the data set and its rows, the
+    method, each run's hyper-parameters and the settings (those of training only)."""
+    h = hashlib.sha256()
+    settings = {k: v for k, v in asdict(s).items() if k not in _NOT_TRAINING}
+    runs = [
+        [sp.split, sp.p, sp.tau, sp.member, sp.epochs, sp.length_scale, len(sp.train), len(sp.score)]
+        for sp in specs
+    ]
+    h.update(json.dumps([data.name, method, settings, runs, data.n_hidden, data.n_epochs]).encode())
+    for sp in specs:
+        h.update(np.ascontiguousarray(sp.train, dtype=np.int64).tobytes())
+    h.update(np.ascontiguousarray(data.x, dtype=np.float64).tobytes())
+    h.update(np.ascontiguousarray(data.y, dtype=np.float64).tobytes())
+    return h.hexdigest()
 
 
 def _score(

@@ -3,15 +3,19 @@ r"""Train and score many independent runs as one vectorised model (``MLP(runs=R)
 from __future__ import annotations
 
 import math
+import os
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import torch
 from tqdm.auto import tqdm
 
-from ..infer import predict
+from ..infer import CompiledSVI, predict
 
-__all__ = ["RunScores", "Standardiser", "dropout_draws", "score_runs", "train_runs"]
+__all__ = ["RunScores", "Standardiser", "TrainingCheckpoint", "dropout_draws", "score_runs", "train_runs"]
 
 
 @dataclass
@@ -49,6 +53,46 @@ def _batches(n: int, batch_size: int, runs: int, generator: torch.Generator) -> 
         yield order[:, start : start + batch_size]
 
 
+@dataclass
+class TrainingCheckpoint:
+    """Where :func:`train_runs` keeps the state of a long training, so that a stopped process
+    resumes it: ``svi``'s parameters, optimizer and random state (``CompiledSVI.state_dict``),
+    the batch order's random state, and the losses so far.
+
+    The state is written to ``path`` every ``every`` seconds of training and after the last
+    epoch (atomically: a stop while writing leaves the previous state). ``key`` names what is
+    being trained (the caller's choice, e.g. a hash of the runs and settings); a file with
+    another key is an error, not a silent restart. Resuming from it gives the parameters an
+    unstopped training would have reached, exactly (``tests/experiments/test_uci.py``).
+    """
+
+    path: Path
+    svi: CompiledSVI
+    key: str
+    every: float = 300.0
+    earlier: float = 0.0  # seconds of training the loaded state had cost (set by train_runs)
+
+    def load(self) -> dict[str, Any] | None:
+        if not self.path.is_file():
+            return None
+        state = torch.load(self.path, map_location="cpu", weights_only=False)
+        if state.get("key") != self.key:
+            raise ValueError(
+                f"{self.path} holds the training of other runs or settings (key {state.get('key')!r}, "
+                f"expected {self.key!r}); remove it to train these from the start"
+            )
+        return state
+
+    def save(self, state: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.path.with_name(self.path.name + ".partial")
+        torch.save({**state, "key": self.key}, partial)
+        os.replace(partial, self.path)
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
 def train_runs(
     step: Callable[..., float],
     x: torch.Tensor,
@@ -59,18 +103,40 @@ def train_runs(
     desc: str = "training",
     progress: bool = True,
     on_epoch: Callable[[int], None] | None = None,
+    checkpoint: TrainingCheckpoint | None = None,
 ) -> list[float]:
     """Minibatch training of ``R`` runs at once: ``x`` ``[R, n, d]``, ``y`` ``[R, n]``.
 
     ``step(xb, yb, num_data=n)`` is one optimisation step (e.g. ``CompiledSVI.step``); each
     run draws its own batches. ``on_epoch(e)`` is called after epoch ``e`` (1-based), for
-    monitoring; it must not draw random numbers, or training changes. Returns the mean loss
-    of each epoch.
+    monitoring; it must not draw random numbers, or training changes. With a ``checkpoint``
+    (whose ``svi`` owns ``step``), training resumes from its file if there is one and keeps
+    its state there as it goes. Returns the mean loss of each epoch.
     """
     runs, n, d = x.shape
     g = torch.Generator().manual_seed(seed)
-    history = []
-    bar = tqdm(range(epochs), desc=desc, disable=not progress, leave=False, mininterval=2.0)
+    history: list[float] = []
+    saved = None if checkpoint is None else checkpoint.load()
+    if saved is not None:
+        assert checkpoint is not None
+        if len(saved["history"]) > epochs:
+            done = len(saved["history"])
+            raise ValueError(f"{checkpoint.path} has {done} epochs of training; this training has {epochs}")
+        checkpoint.svi.setup(x[:, :batch_size], y[:, :batch_size], num_data=n)  # create the parameters
+        checkpoint.svi.load_state_dict(saved["svi"])
+        g.set_state(saved["batches"])
+        history = list(saved["history"])
+        checkpoint.earlier = float(saved["seconds"])
+    start = last_saved = time.monotonic()
+    bar = tqdm(
+        range(len(history), epochs),
+        initial=len(history),
+        total=epochs,
+        desc=desc,
+        disable=not progress,
+        leave=False,
+        mininterval=2.0,
+    )
     for _ in bar:
         total, count = 0.0, 0
         for idx in _batches(n, batch_size, runs, g):
@@ -80,6 +146,17 @@ def train_runs(
             total += step(xb, yb, num_data=n)
             count += 1
         history.append(total / count)
+        if checkpoint is not None and (
+            len(history) == epochs or time.monotonic() - last_saved >= checkpoint.every
+        ):
+            state = {
+                "svi": checkpoint.svi.state_dict(),
+                "batches": g.get_state(),
+                "history": history,
+                "seconds": checkpoint.earlier + time.monotonic() - start,
+            }
+            checkpoint.save(state)
+            last_saved = time.monotonic()
         if on_epoch is not None:
             on_epoch(len(history))
         bar.set_postfix(loss=f"{history[-1]:.4g}", refresh=False)

@@ -2,6 +2,7 @@ r"""``CompiledSVI``: SVI with a traced loss and one optimizer for all parameters
 
 from __future__ import annotations
 
+import copy
 import inspect
 import warnings
 from collections.abc import Callable, Hashable
@@ -12,10 +13,29 @@ import torch
 from pyro import poutine
 from pyro.infer import SVI
 from pyro.optim import PyroOptim
+from pyro.util import get_rng_state, set_rng_state
 
 from .traces import check_finite_inputs
 
 __all__ = ["CompiledSVI"]
+
+
+def _forked_rng(device: torch.device) -> Any:
+    """Random draws inside leave PyTorch's random state as it was (on ``device`` too)."""
+    return torch.random.fork_rng(devices=[device] if device.type == "cuda" else [])
+
+
+def _rng_state(device: torch.device) -> dict[str, Any]:
+    state = get_rng_state()
+    if device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    return state
+
+
+def _set_rng_state(state: dict[str, Any], device: torch.device) -> None:
+    set_rng_state(state)
+    if device.type == "cuda" and "cuda" in state:
+        torch.cuda.set_rng_state(state["cuda"], device)
 
 
 def _static_key(value: Any) -> Hashable:
@@ -77,15 +97,18 @@ class CompiledSVI(SVI):
         super().__init__(model, guide, optim, loss, **kwargs)
         self.objective = loss  # SVI keeps only the bound methods of the loss
         self.jit_compile = jit_compile
+        self._names: list[str] = []
         self._params: list[torch.Tensor] | None = None
         self._optimizer: torch.optim.Optimizer | None = None
         self._compiled: dict[Hashable, Callable] = {}
+        self._pending: dict[str, Any] | None = None  # a state to load once the parameters exist
 
     # --- set-up ----------------------------------------------------------------------
     def _setup(self, args: tuple, kwargs: dict) -> None:
         with poutine.trace(param_only=True) as capture, torch.no_grad():
             self.objective.differentiable_loss(self.model, self.guide, *args, **kwargs)
         names = list(capture.trace.nodes)
+        self._names = names
         if not names:
             raise ValueError("CompiledSVI: the model and guide have no parameters to optimise")
         self._params = [cast(Any, pyro.param(name)).unconstrained() for name in names]
@@ -126,7 +149,9 @@ class CompiledSVI(SVI):
                 return self.objective.differentiable_loss(self.model, self.guide, *call_args, **call_kwargs)
 
         inputs = (*self._params, *(args[i] for i in tensor_pos), *(kwargs[k] for k in tensor_keys))
-        with warnings.catch_warnings():
+        # tracing runs the loss once: on a forked random state, so that the draws of training do
+        # not depend on when a trace is made (e.g. after resuming from a state_dict)
+        with warnings.catch_warnings(), _forked_rng(self._params[0].device):
             warnings.simplefilter("ignore")  # tracer warnings about Python values frozen into the graph
             traced = torch.jit.trace(loss_of, inputs, check_trace=False)
 
@@ -138,11 +163,20 @@ class CompiledSVI(SVI):
         self._compiled[key] = run
         return run
 
+    def setup(self, *args: Any, **kwargs: Any) -> None:
+        """Create the parameters and the optimizer, as the first :meth:`step` does, without a
+        step (arguments as for ``step``; only their shapes matter); then load a state given
+        to :meth:`load_state_dict` before. Later calls do nothing."""
+        if self._optimizer is None:
+            self._setup(args, kwargs)
+        if self._pending is not None:
+            state, self._pending = self._pending, None
+            self._load(state)
+
     # --- the step --------------------------------------------------------------------
     def step(self, *args: Any, **kwargs: Any) -> float:
         """One optimisation step; returns the loss estimate before the update (a float)."""
-        if self._optimizer is None:
-            self._setup(args, kwargs)
+        self.setup(*args, **kwargs)
         assert self._optimizer is not None
         if getattr(self.objective, "check_finite", True):
             check_finite_inputs(args, kwargs)
@@ -154,6 +188,56 @@ class CompiledSVI(SVI):
         self._optimizer.step()
         self._optimizer.zero_grad(set_to_none=True)
         return float(loss.detach())
+
+    # --- saving and resuming ----------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """The state of training after the steps so far: every parameter (unconstrained), the
+        optimizer's state (e.g. Adam's moments and step counts), and the random-number state
+        of Python, NumPy and PyTorch (the parameters' GPU too), which draws the masks.
+
+        :meth:`load_state_dict` on a ``CompiledSVI`` of the same model and guide, in a fresh
+        process, continues exactly where this one stands: the same steps on the same batches
+        give the same parameters as if training had never stopped.
+        """
+        if self._optimizer is None or self._params is None:
+            raise RuntimeError("CompiledSVI.state_dict: no step has run yet, so there is no state")
+        return {
+            "params": {n: p.detach().clone() for n, p in zip(self._names, self._params, strict=True)},
+            "optimizer": copy.deepcopy(self._optimizer.state_dict()),
+            "rng": _rng_state(self._params[0].device),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from :meth:`state_dict`. Before the first step (when the parameters do not
+        exist yet) the state is loaded by that step or by :meth:`setup`, right after the
+        parameters are created."""
+        missing = {"params", "optimizer", "rng"} - set(state)
+        if missing:
+            raise ValueError(f"CompiledSVI.load_state_dict: the state lacks {sorted(missing)}")
+        if self._optimizer is None:
+            self._pending = state
+        else:
+            self._load(state)
+
+    def _load(self, state: dict[str, Any]) -> None:
+        assert self._optimizer is not None and self._params is not None
+        stored = state["params"]
+        if set(stored) != set(self._names):
+            raise ValueError(
+                "CompiledSVI.load_state_dict: the state's parameters "
+                f"{sorted(set(stored) ^ set(self._names))} are not all the model and guide's"
+            )
+        with torch.no_grad():
+            for name, param in zip(self._names, self._params, strict=True):
+                value = stored[name]
+                if value.shape != param.shape:
+                    raise ValueError(
+                        f"CompiledSVI.load_state_dict: {name!r} has shape {tuple(value.shape)} in the "
+                        f"state but {tuple(param.shape)} here"
+                    )
+                param.copy_(value)
+        self._optimizer.load_state_dict(state["optimizer"])
+        _set_rng_state(state["rng"], self._params[0].device)
 
     @property
     def optimizer(self) -> torch.optim.Optimizer | None:

@@ -40,11 +40,11 @@ def test_mc_dropout_protocol_grid_retrain_and_resume(tiny, monkeypatch):
     seen = []
     original = uci_module.train_and_score
 
-    def spy(data_, method, specs, s, num_samples, desc):
+    def spy(data_, method, specs, s, num_samples, desc, **kw):
         seen.append(
             (desc, [(sp.split, len(sp.train), len(sp.score), sp.p, sp.tau) for sp in specs], num_samples)
         )
-        return original(data_, method, specs, s, num_samples, desc)
+        return original(data_, method, specs, s, num_samples, desc, **kw)
 
     monkeypatch.setattr(uci_module, "train_and_score", spy)
     out = tiny / "results"
@@ -141,14 +141,14 @@ def test_grid_network_scored_as_the_published_code_does(tiny, method, monkeypatc
     seen = []
     original = uci_module.train_and_score
 
-    def spy(data_, method_, specs, s, num_samples, desc):
+    def spy(data_, method_, specs, s, num_samples, desc, **kw):
         seen.append(
             [
                 (sp.split, len(sp.train), len(sp.score), None if sp.test is None else len(sp.test))
                 for sp in specs
             ]
         )
-        return original(data_, method_, specs, s, num_samples, desc)
+        return original(data_, method_, specs, s, num_samples, desc, **kw)
 
     monkeypatch.setattr(uci_module, "train_and_score", spy)
     s = replace(TINY, retrain=False)
@@ -215,9 +215,9 @@ def test_ensemble_chooses_its_epochs_on_the_validation_rows(tiny, monkeypatch):
     seen = []
     original = uci_module.train_and_score
 
-    def spy(data_, method, specs, s, num_samples, desc):
+    def spy(data_, method, specs, s, num_samples, desc, **kw):
         seen.append([(sp.split, sp.member, sp.epochs, len(sp.train)) for sp in specs])
-        return original(data_, method, specs, s, num_samples, desc)
+        return original(data_, method, specs, s, num_samples, desc, **kw)
 
     monkeypatch.setattr(uci_module, "train_and_score", spy)
     # 10 epochs in all; the fractions give 1 (at least one epoch), 1, 10
@@ -264,9 +264,9 @@ def test_concrete_grid_trains_its_length_scales_together(tiny, monkeypatch):
     seen = []
     original = uci_module.train_and_score
 
-    def spy(data_, method, specs, s, num_samples, desc):
+    def spy(data_, method, specs, s, num_samples, desc, **kw):
         seen.append(sorted(sp.length_scale for sp in specs))
-        return original(data_, method, specs, s, num_samples, desc)
+        return original(data_, method, specs, s, num_samples, desc, **kw)
 
     monkeypatch.setattr(uci_module, "train_and_score", spy)
     run_uci(data, "concrete", [0, 1], None, TINY, log=lambda m: None)
@@ -565,11 +565,11 @@ def _stop_training_when(monkeypatch, stop):
     original = uci_module.train_and_score
     calls = []
 
-    def train(data_, method, specs, s, num_samples, desc):
+    def train(data_, method, specs, s, num_samples, desc, **kw):
         calls.append((desc, sorted({sp.split for sp in specs}), len(specs)))
         if stop(calls):
             raise KeyboardInterrupt
-        return original(data_, method, specs, s, num_samples, desc)
+        return original(data_, method, specs, s, num_samples, desc, **kw)
 
     monkeypatch.setattr(uci_module, "train_and_score", train)
     return calls
@@ -593,7 +593,9 @@ def test_a_run_stopped_in_the_final_stage_resumes_there(tiny, monkeypatch):
     grid_seconds = {json.loads((out / g).read_text())["grid_seconds"] for g in grids}
     assert len(grid_seconds) == 1  # the two splits' grids trained together
     stages = []
-    monkeypatch.setattr(uci_module, "train_and_score", lambda *a: (stages.append(a[-1]), original(*a))[1])
+    monkeypatch.setattr(
+        uci_module, "train_and_score", lambda *a, **k: (stages.append(a[-1]), original(*a, **k))[1]
+    )
     messages = []
     resumed = run_uci(data, "mc-dropout", [0, 1], out, TINY, log=messages.append)
     assert all("final" in d for d in stages)  # no grid training
@@ -610,6 +612,56 @@ def test_a_run_stopped_in_the_final_stage_resumes_there(tiny, monkeypatch):
         "tiny_mc-dropout_split00.json",
         "tiny_mc-dropout_split01.json",
     ]
+
+
+@pytest.mark.parametrize(("method", "stage"), [("mc-dropout", "grid"), ("concrete", "final")])
+def test_a_run_stopped_while_training_resumes_from_its_checkpoint(tiny, monkeypatch, method, stage):
+    data = load_uci("tiny", tiny)
+    s = replace(TINY, epochs_multiplier=5)  # 10 epochs
+    whole = run_uci(data, method, [0, 1], tiny / "whole", s, log=lambda m: None)
+    original = uci_methods.train_runs
+
+    def stop_at_epoch_4(*args, **kwargs):
+        desc, checkpoint = args[6], args[-1]
+        checkpoint.every = 0.0  # keep the state after every epoch
+
+        def on_epoch(e):
+            if stage in desc and e == 4:
+                raise KeyboardInterrupt
+
+        return original(*args[:-2], on_epoch, checkpoint)
+
+    monkeypatch.setattr(uci_methods, "train_runs", stop_at_epoch_4)
+    out = tiny / "stopped"
+    with pytest.raises(KeyboardInterrupt):
+        run_uci(data, method, [0, 1], out, s, log=lambda m: None)
+    (kept,) = out.glob("*.train.pt")
+    assert len(torch.load(kept, weights_only=False)["history"]) == 4
+    monkeypatch.undo()
+    epochs = []
+
+    def record(*args):
+        desc = args[6]
+        return original(*args[:-2], lambda e: epochs.append((desc.split()[2], e)), args[-1])
+
+    monkeypatch.setattr(uci_methods, "train_runs", record)
+    resumed = run_uci(data, method, [0, 1], out, s, log=lambda m: None)
+    # the stopped stage ran its last 6 epochs only (and the grid did not run again)
+    assert epochs == [(stage, e) for e in range(5, 11)] + (
+        [("final", e) for e in range(1, 11)] if stage == "grid" else []
+    )
+    # and ends exactly where the unstopped run does
+    for a, b in zip(whole, resumed, strict=True):
+        assert a["validation"] == b["validation"] and a["test_ll"] == b["test_ll"] and a["rmse"] == b["rmse"]
+        assert a.get("learned_p") == b.get("learned_p") and a.get("tau") == b.get("tau")
+        assert b["resumed_training_seconds"] > 0 and a["resumed_training_seconds"] == 0
+    assert not list(out.glob("*.train.pt"))  # removed once scored
+    # a checkpoint of other runs is not used as if it were these
+    other = tiny / "other"
+    other.mkdir()
+    torch.save({"key": "else", "history": []}, other / kept.name)
+    with pytest.raises(ValueError, match="holds the training of other runs or settings"):
+        run_uci(data, method, [0, 1], other, s, log=lambda m: None)
 
 
 def test_training_groups_fit_the_step_memory_budget(tiny):
@@ -643,7 +695,9 @@ def test_grid_groups_train_apart_and_each_is_kept_as_it_ends(tiny, monkeypatch):
     assert sorted(p.name for p in out.iterdir()) == ["tiny_bbalpha-1_split00.grid.json"]
     first = json.loads((out / "tiny_bbalpha-1_split00.grid.json").read_text())["grid_seconds"]
     seen.clear()
-    monkeypatch.setattr(uci_module, "train_and_score", lambda *a: (seen.append(a[-1]), original(*a))[1])
+    monkeypatch.setattr(
+        uci_module, "train_and_score", lambda *a, **k: (seen.append(a[-1]), original(*a, **k))[1]
+    )
     results = run_uci(data, "bbalpha-1", [0, 1], out, s, log=lambda m: None)
     # split 1's grid, then the final models of both splits: 1 run a split, so one group
     assert len(seen) == 2 and "grid" in seen[0] and "final" in seen[1]

@@ -1,0 +1,103 @@
+"""CompiledSVI's saved state: a training stopped and resumed in a fresh model equals one never stopped."""
+
+import io
+
+import pyro
+import pytest
+import torch
+
+from pyro_dropout import DropoutELBO, DropoutGuide
+from pyro_dropout.infer import CompiledSVI
+from pyro_dropout.nn import MLP
+
+R, N, D = 2, 30, 3
+
+
+def _batches():
+    """Twelve steps' minibatches, the 4th and 10th smaller (a new traced shape in each half)."""
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(R, N, D, generator=g)
+    y = x[..., 0] - x[..., 1] + 0.1 * torch.randn(R, N, generator=g)
+    sizes = [8, 8, 8, 5, 8, 8, 8, 8, 8, 5, 8, 8]
+    return [(x[:, :k], y[:, :k]) for k in sizes]
+
+
+def _svi(concrete, jit):
+    pyro.clear_param_store()
+    model = MLP(D, hidden=(6,), tau=torch.tensor([1.0, 4.0]), runs=R)
+    rates = {"concrete": True, "init_dropout": 0.2} if concrete else {"dropout": 0.3}
+    guide = DropoutGuide(model, **rates)
+    return CompiledSVI(model, guide, pyro.optim.Adam({"lr": 0.05}), DropoutELBO(), jit_compile=jit)
+
+
+def _params():
+    return {k: v.detach().clone() for k, v in pyro.get_param_store().items()}
+
+
+@pytest.mark.parametrize("jit", [True, False])
+@pytest.mark.parametrize("concrete", [False, True])
+def test_a_stopped_training_resumes_exactly(concrete, jit):
+    batches = _batches()
+    pyro.set_rng_seed(0)
+    svi = _svi(concrete, jit)
+    losses = [svi.step(x, y, num_data=N) for x, y in batches]
+    unstopped = _params()
+
+    pyro.set_rng_seed(0)
+    svi = _svi(concrete, jit)
+    first = [svi.step(x, y, num_data=N) for x, y in batches[:6]]
+    buffer = io.BytesIO()
+    torch.save(svi.state_dict(), buffer)  # as a file would hold it
+    svi.step(*batches[6], num_data=N)  # steps after the save are lost with the process
+    # a fresh process: new parameters, another random state, the state loaded before any step
+    pyro.set_rng_seed(123)
+    svi = _svi(concrete, jit)
+    buffer.seek(0)
+    svi.load_state_dict(torch.load(buffer, weights_only=False))
+    rest = [svi.step(x, y, num_data=N) for x, y in batches[6:]]
+    resumed = _params()
+    assert first + rest == losses  # the same masks drawn at every step
+    assert unstopped.keys() == resumed.keys()
+    for name, value in unstopped.items():
+        assert torch.equal(value, resumed[name]), name
+    # the random state carries on too: what follows training (e.g. prediction) draws the same
+    after_resumed = torch.rand(3)
+    pyro.set_rng_seed(0)
+    svi = _svi(concrete, jit)
+    for x, y in batches:
+        svi.step(x, y, num_data=N)
+    assert torch.equal(torch.rand(3), after_resumed)
+
+
+def test_setup_loads_a_state_without_a_step():
+    batches = _batches()
+    pyro.set_rng_seed(0)
+    svi = _svi(False, True)
+    for x, y in batches[:3]:
+        svi.step(x, y, num_data=N)
+    state, trained = svi.state_dict(), _params()
+    svi = _svi(False, True)
+    svi.load_state_dict(state)
+    svi.setup(*batches[0], num_data=N)
+    for name, value in trained.items():
+        assert torch.equal(pyro.param(name).unconstrained(), value), name
+    assert svi.optimizer is not None and svi.optimizer.state_dict()["state"][0]["step"] == 3
+
+
+def test_bad_states_are_named():
+    batches = _batches()
+    svi = _svi(False, True)
+    with pytest.raises(RuntimeError, match="no step has run yet"):
+        svi.state_dict()
+    svi.step(*batches[0], num_data=N)
+    state = svi.state_dict()
+    with pytest.raises(ValueError, match=r"lacks \['rng'\]"):
+        svi.load_state_dict({k: v for k, v in state.items() if k != "rng"})
+    other = _svi(True, True)  # Concrete dropout: learned rates, parameters the state lacks
+    other.load_state_dict(state)
+    with pytest.raises(ValueError, match="are not all the model and guide's"):
+        other.step(*batches[0], num_data=N)
+    name = next(iter(state["params"]))
+    wrong = {**state, "params": {**state["params"], name: torch.zeros(7)}}
+    with pytest.raises(ValueError, match=rf"{name!r} has shape \(7,\) in the state"):
+        svi.load_state_dict(wrong)
