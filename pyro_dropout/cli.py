@@ -80,6 +80,17 @@ def _uci_table(args: argparse.Namespace) -> int:
     return 0
 
 
+def _uci_status(args: argparse.Namespace) -> int:
+    from .experiments.uci import status
+
+    folder = Path(args.results)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no results folder {folder}")
+    lines = status(folder)
+    print("\n".join(lines) if lines else f"{folder}: no training in progress, no grid search waiting")
+    return 0
+
+
 def _download(args: argparse.Namespace) -> int:
     from .datasets import UCI_DATASETS, download_uci
 
@@ -182,6 +193,12 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--plot", default=None, help="also write a figure of the results here (e.g. uci.png)")
     table.add_argument("--metric", choices=["test_ll", "rmse"], default="test_ll", help="the figure's metric")
     table.set_defaults(func=_uci_table)
+
+    progress = sub.add_parser(
+        "uci-status", help="the trainings in progress and grid searches waiting in a UCI results folder"
+    )
+    progress.add_argument("results", help="the folder given to `pyro-dropout uci --out`")
+    progress.set_defaults(func=_uci_status)
 
     download = sub.add_parser("download-uci", help="fetch the UCI data sets with their standard splits")
     download.add_argument("--dataset", default="all")

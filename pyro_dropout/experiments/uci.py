@@ -35,6 +35,7 @@ __all__ = [
     "result_path",
     "run_uci",
     "split_chunks",
+    "status",
 ]
 
 METHODS = ("mc-dropout", "concrete", "bbalpha-0.5", "bbalpha-1", "mfvi", "ensemble", "sgp", "hmc")
@@ -383,3 +384,31 @@ def _grid_network_result(
         "n_test": len(data.splits[split].test),
         "validation": validation,
     }
+
+
+def status(out: Path) -> list[str]:
+    """What a results folder holds besides finished splits: each training in progress (its
+    checkpoint: epochs done, training time so far, and the time to go at that rate) and each
+    finished grid search still waiting for its final model. One line each; none if neither."""
+    lines = []
+    for path in sorted(out.glob("*.train.pt")):
+        state = torch.load(path, map_location="cpu", weights_only=False)
+        done, total = len(state.get("history", [])), state.get("epochs")
+        seconds = float(state.get("seconds", 0.0))
+        what = state.get("desc", path.name)
+        if total:
+            to_go = seconds / max(done, 1) * (total - done)
+            lines.append(
+                f"{what}: epoch {done}/{total}, {seconds / 60:.1f} min of training kept, "
+                f"about {to_go / 60:.0f} min to go at that rate ({path.name})"
+            )
+        else:  # a checkpoint written before it recorded its epochs
+            lines.append(f"{what}: {done} epochs, {seconds / 60:.1f} min of training kept")
+    waiting: dict[tuple[str, str], list[int]] = {}
+    for path in sorted(out.glob(f"*{GRID_SUFFIX}")):
+        record = json.loads(path.read_text())
+        waiting.setdefault((record["dataset"], path.name.rsplit("_split", 1)[0]), []).append(record["split"])
+    for (dataset, stem), splits in waiting.items():
+        name = stem[len(dataset) + 1 :]
+        lines.append(f"{dataset} {name}: grid search done, final models to train for splits {splits}")
+    return lines

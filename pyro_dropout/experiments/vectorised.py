@@ -154,6 +154,8 @@ def train_runs(
                 "batches": g.get_state(),
                 "history": history,
                 "seconds": checkpoint.earlier + time.monotonic() - start,
+                "epochs": epochs,
+                "desc": desc,
             }
             checkpoint.save(state)
             last_saved = time.monotonic()

@@ -615,7 +615,7 @@ def test_a_run_stopped_in_the_final_stage_resumes_there(tiny, monkeypatch):
 
 
 @pytest.mark.parametrize(("method", "stage"), [("mc-dropout", "grid"), ("concrete", "final")])
-def test_a_run_stopped_while_training_resumes_from_its_checkpoint(tiny, monkeypatch, method, stage):
+def test_a_run_stopped_while_training_resumes_from_its_checkpoint(tiny, monkeypatch, capsys, method, stage):
     data = load_uci("tiny", tiny)
     s = replace(TINY, epochs_multiplier=5)  # 10 epochs
     whole = run_uci(data, method, [0, 1], tiny / "whole", s, log=lambda m: None)
@@ -637,6 +637,16 @@ def test_a_run_stopped_while_training_resumes_from_its_checkpoint(tiny, monkeypa
         run_uci(data, method, [0, 1], out, s, log=lambda m: None)
     (kept,) = out.glob("*.train.pt")
     assert len(torch.load(kept, weights_only=False)["history"]) == 4
+    runs = 8 if stage == "grid" else 2  # mc-dropout's 2 x 4 grid points; Concrete's 2 final models
+    lines = uci_module.status(out)
+    assert lines[0].startswith(f"tiny {method} {stage} ({runs} runs): epoch 4/10, ")
+    assert lines[1:] == (
+        []
+        if stage == "grid"
+        else [f"tiny {method}: grid search done, final models to train for splits [0, 1]"]
+    )
+    assert main(["uci-status", str(out)]) == 0
+    assert "epoch 4/10" in capsys.readouterr().out
     monkeypatch.undo()
     epochs = []
 
@@ -656,6 +666,11 @@ def test_a_run_stopped_while_training_resumes_from_its_checkpoint(tiny, monkeypa
         assert a.get("learned_p") == b.get("learned_p") and a.get("tau") == b.get("tau")
         assert b["resumed_training_seconds"] > 0 and a["resumed_training_seconds"] == 0
     assert not list(out.glob("*.train.pt"))  # removed once scored
+    assert uci_module.status(out) == []
+    assert main(["uci-status", str(out)]) == 0
+    assert "no training in progress" in capsys.readouterr().out
+    assert main(["uci-status", str(tiny / "nowhere")]) == 2
+    assert "no results folder" in capsys.readouterr().err
     # a checkpoint of other runs is not used as if it were these
     other = tiny / "other"
     other.mkdir()
