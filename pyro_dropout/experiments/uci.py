@@ -393,17 +393,12 @@ def status(out: Path) -> list[str]:
     lines = []
     for path in sorted(out.glob("*.train.pt")):
         state = torch.load(path, map_location="cpu", weights_only=False)
-        done, total = len(state.get("history", [])), state.get("epochs")
-        seconds = float(state.get("seconds", 0.0))
-        what = state.get("desc", path.name)
-        if total:
-            to_go = seconds / max(done, 1) * (total - done)
-            lines.append(
-                f"{what}: epoch {done}/{total}, {seconds / 60:.1f} min of training kept, "
-                f"about {to_go / 60:.0f} min to go at that rate ({path.name})"
-            )
-        else:  # a checkpoint written before it recorded its epochs
-            lines.append(f"{what}: {done} epochs, {seconds / 60:.1f} min of training kept")
+        done, total, seconds = len(state["history"]), state["epochs"], float(state["seconds"])
+        to_go = seconds / max(done, 1) * (total - done)
+        lines.append(
+            f"{state['desc']}: epoch {done}/{total}, {seconds / 60:.1f} min of training kept, "
+            f"about {to_go / 60:.0f} min to go at that rate ({path.name})"
+        )
     waiting: dict[tuple[str, str], list[int]] = {}
     for path in sorted(out.glob(f"*{GRID_SUFFIX}")):
         record = json.loads(path.read_text())

@@ -315,16 +315,14 @@ def train_and_score(
         on_test = _score(method, model, guide, stats.x(x_test), y_test, stats, specs, s, s.num_samples)
         for score, test in zip(scores, on_test, strict=True):
             score["test"] = test
+    if checkpoint is not None:  # scored: the training state has done its work
+        checkpoint.remove()
     if method == "ensemble":
-        if checkpoint is not None:
-            checkpoint.remove()
         return scores
     learned = _learned(method, model, guide, stats)
     if tau_before is not None:
         learned["tau_before_m_step"] = (tau_before / stats.y_std.to(tau_before).pow(2)).tolist()
     learned["final_train_loss"] = history[-1] if history else None
-    if checkpoint is not None:
-        checkpoint.remove()
     return [
         {**score, **{k: (v[r] if isinstance(v, list) else v) for k, v in learned.items()}}
         for r, score in enumerate(scores)
