@@ -190,15 +190,46 @@ def summarise(rows: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any
     out = {}
     for key, group in groups.items():
         std = [r["rmse_standard"] for r in group if r.get("rmse_standard") is not None]
+        sittings = _sittings(group)
         out[key] = {
             "rmse": mean_se([r["rmse"] for r in group]),
             "rmse_standard": mean_se(std) if len(std) == len(group) else None,
             "test_ll": mean_se([r["test_ll"] for r in group]),
             "splits": len(group),
-            "protocol_seconds": sum({r.get("protocol_seconds", 0.0) for r in group}),
+            "protocol_seconds": sum(g["seconds"] for g in sittings),
             "gpu_splits": sum(_ran_on_gpu(r) for r in group),
+            "groups": sittings,
         }
     return out
+
+
+def _sittings(group: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The groups of splits that trained together, in split order: each group's rows share one
+    protocol wall time (``protocol_seconds``), of which ``resumed_seconds`` were trained by an
+    earlier process whose checkpoint this one resumed."""
+    by_time: dict[float, list[dict]] = defaultdict(list)
+    for row in group:
+        by_time[row.get("protocol_seconds", 0.0)].append(row)
+    groups = [
+        {
+            "splits": sorted(r.get("split", -1) for r in rows),
+            "seconds": seconds,
+            "resumed_seconds": max(r.get("resumed_training_seconds") or 0.0 for r in rows),
+        }
+        for seconds, rows in by_time.items()
+    ]
+    return sorted(groups, key=lambda g: g["splits"])
+
+
+def _split_ranges(splits: list[int]) -> str:
+    """``[0, 1, 2, 5, 7, 8]`` -> ``"0-2, 5, 7-8"``."""
+    parts: list[list[int]] = []
+    for s in sorted(splits):
+        if parts and s == parts[-1][-1] + 1:
+            parts[-1].append(s)
+        else:
+            parts.append([s])
+    return ", ".join(str(p[0]) if len(p) == 1 else f"{p[0]}-{p[-1]}" for p in parts)
 
 
 def _cell(value: tuple[float, float] | None, digits: int = 2) -> str:
@@ -306,6 +337,7 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
             continue
         cells = [_splits_and_time(summary.get((d, m))) for m in methods]
         lines.append("| " + " | ".join([d, *cells]) + " |")
+    lines += _sittings_table(summary, datasets, every)
     if deeper:
         lines += ["", *_deeper_table(summary, datasets, deeper)]
     return "\n".join(lines) + "\n"
@@ -326,6 +358,41 @@ def _wall_time(s: dict[str, Any]) -> str:
 
 def _splits_and_time(s: dict[str, Any] | None) -> str:
     return "—" if s is None else f"{s['splits']} · {_wall_time(s)}"
+
+
+def _sittings_table(
+    summary: dict[tuple[str, str], Any], datasets: list[str], methods: list[str]
+) -> list[str]:
+    """Where a run's splits trained in several groups (one command each, often in different
+    sittings), each group's splits and wall time; a resumed group says how much of its time an
+    earlier process trained before the checkpoint it resumed."""
+    rows = []
+    for d in datasets:
+        for m in methods:
+            s = summary.get((d, m))
+            if s is None or len(s["groups"]) < 2:
+                continue
+            cells = []
+            for g in s["groups"]:
+                cell = f"{_split_ranges(g['splits'])}: {g['seconds'] / 60:.1f} min"
+                if g["resumed_seconds"] > 0:
+                    cell += f" ({g['resumed_seconds'] / 60:.1f} before a resume)"
+                cells.append(cell)
+            rows.append(f"| {d} | {m} | {len(s['groups'])} | {'; '.join(cells)} |")
+    if not rows:
+        return []
+    return [
+        "",
+        "### Runs trained in several groups of splits",
+        "",
+        "Each group is one command over a range of splits; its wall time covers its grid search "
+        "and final models, including any training an earlier process did before the checkpoint "
+        "it resumed.",
+        "",
+        "| data set | run | groups | splits: protocol wall time |",
+        "|---|---|---|---|",
+        *rows,
+    ]
 
 
 def _deeper_table(summary: dict[tuple[str, str], Any], datasets: list[str], deeper: list[str]) -> list[str]:

@@ -135,6 +135,24 @@ def test_wall_time_cells_say_which_runs_were_on_a_gpu():
     assert summarise([row(0, "cuda")])[("d", "sgp")]["gpu_splits"] == 1
 
 
+def test_runs_made_in_several_groups_list_each_group():
+    def row(split, seconds, resumed=0.0):
+        settings = {"per_example_masks": True}
+        row = {"dataset": "d", "method": "sgp", "split": split, "rmse": 1.0, "rmse_standard": None}
+        row |= {"test_ll": -1.0, "protocol_seconds": seconds, "resumed_training_seconds": resumed}
+        return row | {"settings": settings}
+
+    # splits 0-2 and 5 trained in one command (90 s), 3-4 in another that resumed 30 s of training
+    rows = [row(0, 90.0), row(1, 90.0), row(2, 90.0), row(5, 90.0), row(3, 150.0, 30.0), row(4, 150.0, 30.0)]
+    s = summarise(rows)[("d", "sgp")]
+    assert s["protocol_seconds"] == 240.0 and s["splits"] == 6
+    assert [g["splits"] for g in s["groups"]] == [[0, 1, 2, 5], [3, 4]]
+    table = markdown_table(rows)
+    assert "| d | sgp | 2 | 0-2, 5: 1.5 min; 3-4: 2.5 min (0.5 before a resume) |" in table
+    # one group: nothing to list
+    assert "several groups" not in markdown_table(rows[:4])
+
+
 @pytest.mark.parametrize("method", ["mc-dropout", "ensemble"])
 def test_grid_network_scored_as_the_published_code_does(tiny, method, monkeypatch):
     data = load_uci("tiny", tiny)
