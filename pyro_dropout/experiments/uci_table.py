@@ -190,33 +190,33 @@ def summarise(rows: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any
     out = {}
     for key, group in groups.items():
         std = [r["rmse_standard"] for r in group if r.get("rmse_standard") is not None]
-        sittings = _sittings(group)
+        split_groups = _groups_of_splits(group)
         out[key] = {
             "rmse": mean_se([r["rmse"] for r in group]),
             "rmse_standard": mean_se(std) if len(std) == len(group) else None,
             "test_ll": mean_se([r["test_ll"] for r in group]),
             "splits": len(group),
-            "protocol_seconds": sum(g["seconds"] for g in sittings),
+            "protocol_seconds": sum(g["seconds"] for g in split_groups),
             "gpu_splits": sum(_ran_on_gpu(r) for r in group),
-            "groups": sittings,
+            "groups": split_groups,
         }
     return out
 
 
-def _sittings(group: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The groups of splits that trained together, in split order: each group's rows share one
-    protocol wall time (``protocol_seconds``), of which ``resumed_seconds`` were trained by an
-    earlier process whose checkpoint this one resumed."""
+def _groups_of_splits(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The groups of splits among one label's result rows that trained together, in split order:
+    each group's rows share one protocol wall time (``protocol_seconds``), of which
+    ``resumed_seconds`` were trained by an earlier process whose checkpoint this one resumed."""
     by_time: dict[float, list[dict]] = defaultdict(list)
-    for row in group:
+    for row in rows:
         by_time[row.get("protocol_seconds", 0.0)].append(row)
     groups = [
         {
-            "splits": sorted(r.get("split", -1) for r in rows),
+            "splits": sorted(r.get("split", -1) for r in together),
             "seconds": seconds,
-            "resumed_seconds": max(r.get("resumed_training_seconds") or 0.0 for r in rows),
+            "resumed_seconds": max(r.get("resumed_training_seconds") or 0.0 for r in together),
         }
-        for seconds, rows in by_time.items()
+        for seconds, together in by_time.items()
     ]
     return sorted(groups, key=lambda g: g["splits"])
 
@@ -337,7 +337,7 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
             continue
         cells = [_splits_and_time(summary.get((d, m))) for m in methods]
         lines.append("| " + " | ".join([d, *cells]) + " |")
-    lines += _sittings_table(summary, datasets, every)
+    lines += _groups_table(summary, datasets, every)
     if deeper:
         lines += ["", *_deeper_table(summary, datasets, deeper)]
     return "\n".join(lines) + "\n"
@@ -360,9 +360,7 @@ def _splits_and_time(s: dict[str, Any] | None) -> str:
     return "—" if s is None else f"{s['splits']} · {_wall_time(s)}"
 
 
-def _sittings_table(
-    summary: dict[tuple[str, str], Any], datasets: list[str], methods: list[str]
-) -> list[str]:
+def _groups_table(summary: dict[tuple[str, str], Any], datasets: list[str], methods: list[str]) -> list[str]:
     """Where a run's splits trained in several groups (one command each, often in different
     sittings), each group's splits and wall time; a resumed group says how much of its time an
     earlier process trained before the checkpoint it resumed."""
