@@ -35,17 +35,27 @@ def test_update_uci_docs(tmp_path):
     tool = load_script("tools", "update_uci_docs")
     results, docs = tmp_path / "results", tmp_path / "docs"
     (docs / "results" / "uci").mkdir(parents=True)
-    (docs / "results" / "uci" / "old_split00.json").write_text("{}")  # a superseded run
+
+    def row(method: str, split: int, rmse: float) -> str:
+        fields = {"dataset": "wine-quality-red", "method": method, "split": split, "rmse": rmse}
+        return json.dumps(fields | {"rmse_standard": None, "test_ll": -1.0, "protocol_seconds": 60.0})
+
+    # kept from an earlier refresh; the results folder no longer has it
+    (docs / "results" / "uci" / "wine-quality-red_mfvi_split00.json").write_text(row("mfvi", 0, 0.9))
     results.mkdir()
     for i in range(2):
-        row = {"dataset": "wine-quality-red", "method": "sgp", "split": i, "rmse": 0.6 + i / 10}
-        row |= {"rmse_standard": None, "test_ll": -1.0, "protocol_seconds": 60.0}
-        (results / f"wine-quality-red_sgp_split{i:02d}.json").write_text(json.dumps(row))
+        (results / f"wine-quality-red_sgp_split{i:02d}.json").write_text(row("sgp", i, 0.6 + i / 10))
     (docs / "uci.md").write_text("# UCI\n\n" + tool.ANCHOR + "\nstale table\n\n## Notes\n\nby hand\n")
     tool.update(results, docs)
     page = (docs / "uci.md").read_text()
     assert "stale table" not in page and page.endswith("## Notes\n\nby hand\n")
-    assert "| wine-quality-red | 0.65 ± 0.05 |" in page  # the mean ± SE of 0.6 and 0.7; one column: sgp
+    # columns mfvi, sgp: the kept run stays, the new ones are added (0.65 ± 0.05: mean ± SE of 0.6, 0.7)
+    # (1/2: the kept mfvi column averages one split where the fullest column has two)
+    assert "| wine-quality-red | 0.90 (1/2) | 0.65 ± 0.05 |" in page
+    assert len(list((docs / "results" / "uci").iterdir())) == 3
+    tool.update(results, docs, prune=True)  # now the page shows exactly the results folder
+    page = (docs / "uci.md").read_text()
+    assert "| wine-quality-red | 0.65 ± 0.05 |" in page  # one column: sgp
     assert sorted(p.name for p in (docs / "results" / "uci").iterdir()) == [
         "wine-quality-red_sgp_split00.json",
         "wine-quality-red_sgp_split01.json",

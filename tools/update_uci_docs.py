@@ -1,11 +1,16 @@
 """Refresh the Results section of docs/uci.md from finished UCI runs.
 
-    python tools/update_uci_docs.py [results/uci]
+    python tools/update_uci_docs.py [results/uci] [--prune]
 
-Copies every per-split JSON file from the results folder into docs/results/uci (files there
-that the results folder no longer has, superseded runs, are removed), redraws
-docs/img/uci_test_ll.png, and rewrites the generated block of docs/uci.md: everything from the
-line that ends the Results introduction up to "## Notes". The notes are written by hand.
+Copies every per-split JSON file from the results folder into docs/results/uci (a file of the
+same name there is replaced), redraws docs/img/uci_test_ll.png, and rewrites the generated
+block of docs/uci.md: everything from the line that ends the Results introduction up to
+"## Notes". The notes are written by hand.
+
+The kept files that the results folder lacks stay, so a results folder that holds only the
+runs made since the last refresh (a fresh checkout, say) adds to the page instead of emptying
+it. With ``--prune`` they are removed: the page then shows exactly the results folder
+(superseded runs gone).
 """
 
 from __future__ import annotations
@@ -26,8 +31,9 @@ def generated_block(rows: list[dict]) -> str:
     return "\n" + FIGURE + "\n" + markdown_table(rows).replace("### ", "#### ") + "\n"
 
 
-def update(results: Path, docs: Path) -> str:
-    """Sync ``docs/results/uci`` with ``results``, redraw the figure, rewrite ``docs/uci.md``."""
+def update(results: Path, docs: Path, prune: bool = False) -> str:
+    """Copy ``results`` into ``docs/results/uci`` (with ``prune``, also remove the kept files
+    that ``results`` lacks), redraw the figure, rewrite ``docs/uci.md``."""
     kept = docs / "results" / "uci"
     kept.mkdir(parents=True, exist_ok=True)
     fresh = {f.name for f in results.glob("*.json")}
@@ -35,9 +41,10 @@ def update(results: Path, docs: Path) -> str:
         raise FileNotFoundError(f"no result files in {results}; run `pyro-dropout uci ... --out {results}`")
     for name in fresh:
         shutil.copy(results / name, kept / name)
-    for f in kept.glob("*.json"):
-        if f.name not in fresh:
-            f.unlink()
+    if prune:
+        for f in kept.glob("*.json"):
+            if f.name not in fresh:
+                f.unlink()
     rows = collect(kept)
     (docs / "img").mkdir(exist_ok=True)
     plot_uci(rows, "test_ll").savefig(docs / "img" / "uci_test_ll.png", dpi=120)
@@ -52,5 +59,6 @@ def update(results: Path, docs: Path) -> str:
 
 if __name__ == "__main__":
     root = Path(__file__).resolve().parents[1]
-    results = Path(sys.argv[1]) if len(sys.argv) > 1 else root / "results" / "uci"
-    print(update(results, root / "docs"))
+    args = [a for a in sys.argv[1:] if a != "--prune"]
+    results = Path(args[0]) if args else root / "results" / "uci"
+    print(update(results, root / "docs", prune="--prune" in sys.argv[1:]))
