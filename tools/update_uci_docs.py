@@ -15,8 +15,8 @@ it. With ``--prune`` they are removed: the page then shows exactly the results f
 
 from __future__ import annotations
 
+import argparse
 import shutil
-import sys
 from pathlib import Path
 
 from pyro_dropout.experiments.uci_plot import plot_uci
@@ -59,6 +59,9 @@ def update(results: Path, docs: Path, prune: bool = False) -> str:
 
 if __name__ == "__main__":
     root = Path(__file__).resolve().parents[1]
-    args = [a for a in sys.argv[1:] if a != "--prune"]
-    results = Path(args[0]) if args else root / "results" / "uci"
-    print(update(results, root / "docs", prune="--prune" in sys.argv[1:]))
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=raw)
+    parser.add_argument("results", nargs="?", type=Path, default=root / "results" / "uci")
+    parser.add_argument("--prune", action="store_true", help="also remove the kept files that RESULTS lacks")
+    args = parser.parse_args()
+    print(update(args.results, root / "docs", prune=args.prune))
