@@ -162,31 +162,9 @@ def _kl_masked_prior(q: MaskedWeight, prior: Distribution) -> torch.Tensor:
     return kl_masked_gaussian(q, loc, scale, log_resolution)
 
 
-@register_kl(BernoulliDropout, QuantisedGaussian)
-def _kl_bernoulli_dropout_quantised_gaussian(q: BernoulliDropout, p: QuantisedGaussian) -> torch.Tensor:
-    return _kl_masked_prior(q, p)
-
-
-@register_kl(BernoulliDropout, Normal)
-def _kl_bernoulli_dropout_normal(q: BernoulliDropout, p: Normal) -> torch.Tensor:
-    return _kl_masked_prior(q, p)
-
-
-@register_kl(BernoulliDropout, Independent)
-def _kl_bernoulli_dropout_independent(q: BernoulliDropout, p: Independent) -> torch.Tensor:
-    return _kl_masked_prior(q, p)
-
-
-@register_kl(ConcreteDropout, QuantisedGaussian)
-def _kl_concrete_dropout_quantised_gaussian(q: ConcreteDropout, p: QuantisedGaussian) -> torch.Tensor:
-    return _kl_masked_prior(q, p)
-
-
-@register_kl(ConcreteDropout, Normal)
-def _kl_concrete_dropout_normal(q: ConcreteDropout, p: Normal) -> torch.Tensor:
-    return _kl_masked_prior(q, p)
-
-
-@register_kl(ConcreteDropout, Independent)
-def _kl_concrete_dropout_independent(q: ConcreteDropout, p: Independent) -> torch.Tensor:
-    return _kl_masked_prior(q, p)
+# The same analytic KL for each masked family against each form the Gaussian prior takes
+# (``register_kl`` takes one registration per pair of types).
+for _q_type in (BernoulliDropout, ConcreteDropout):
+    for _p_type in (QuantisedGaussian, Normal, Independent):
+        register_kl(_q_type, _p_type)(_kl_masked_prior)
+del _q_type, _p_type

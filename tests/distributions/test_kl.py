@@ -52,6 +52,14 @@ def test_kl_equals_hand_formula(p):
         assert torch.allclose(kl_divergence(q, normal), _formula(m, p, s), rtol=1e-12)
 
 
+@pytest.mark.parametrize("family", [BernoulliDropout, ConcreteDropout])
+@pytest.mark.parametrize("prior_type", [QuantisedGaussian, Normal])
+def test_both_families_have_the_kl_against_both_prior_forms(family, prior_type):
+    m = torch.randn(3, 4, dtype=D)
+    prior = prior_type(torch.tensor(0.0, dtype=D), 0.7).expand([3, 4]).to_event(2)
+    assert torch.allclose(kl_divergence(family(m, 0.3), prior), _formula(m, 0.3, 0.7), rtol=1e-12)
+
+
 def test_kl_is_exact_against_enumeration_on_a_fine_grid():
     p, s, d = 0.3, 1.5, 1e-3
     m = _on_grid((2, 4), p, d, seed=0)
