@@ -248,8 +248,23 @@ def _split_cell(s: dict[str, Any] | None, metric: str, digits: int, full: int) -
     return cell if s["splits"] >= full else f"{cell} ({s['splits']}/{full})"
 
 
-def _digits(dataset: str) -> int:
-    return 3 if dataset in ("kin8nm", "naval-propulsion-plant") else 2
+def _digits(summary: dict[tuple[str, str], Any], dataset: str, metric: str) -> int:
+    """Decimals for one data set's ``metric``: enough to show the smallest standard error
+    among its methods to one significant figure (two to five decimals), so that a mean is
+    given to the precision of its error. Naval's RMSE, about 0.0007 ± 0.00003, then reads
+    0.00071 ± 0.00003 rather than 0.001 ± 0.000 beside a 0.000 ± 0.000 that hides 0.0004.
+    With no positive standard error (one split, or equal values), the smallest mean gets two
+    significant figures instead."""
+    values = [s[metric] for (d, _), s in summary.items() if d == dataset and s[metric] is not None]
+    errors = [se for _, se in values if math.isfinite(se) and se > 0]
+    means = [abs(mean) for mean, _ in values if mean != 0 and math.isfinite(mean)]
+    if errors:
+        decimals = -math.floor(math.log10(min(errors)))
+    elif means:
+        decimals = 1 - math.floor(math.log10(min(means)))
+    else:
+        decimals = 2
+    return min(5, max(2, decimals))
 
 
 PUBLISHED_DECIMALS = 2  # every published figure above is rounded to two decimals
@@ -283,7 +298,9 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         "Published columns: " + "; ".join(f"*{k}*: {v}" for k, v in SOURCES.items()) + ".",
         "",
         "A cell that averages fewer splits than the data set's fullest column says how many, "
-        "e.g. (3/20): it is not yet comparable with the others.",
+        "e.g. (3/20): it is not yet comparable with the others. Each row gives its means to the "
+        "precision of its smallest standard error (two to five decimals); the published columns "
+        "keep the papers' two.",
         "",
     ]
     for metric, title in (
@@ -297,7 +314,8 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
             if not any((d, m) in summary for m in methods):
                 continue
             full = max(summary[(d, m)]["splits"] for m in every if (d, m) in summary)
-            cells = [_split_cell(summary.get((d, m)), metric, _digits(d), full) for m in methods]
+            digits = _digits(summary, d, metric)
+            cells = [_split_cell(summary.get((d, m)), metric, digits, full) for m in methods]
             pub = [
                 _cell((p[d][index], p[d][index + 1]), 2) if d in p else "—"  # at the published precision
                 for p in PUBLISHED.values()
@@ -312,6 +330,7 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         "|---|---|---|---|---|---|",
     ]
     for d in datasets:
+        digits = _digits(summary, d, "rmse")
         for m in methods:
             kind = parse_label(m)
             if kind.method != "mc-dropout" or (d, m) not in summary:
@@ -322,7 +341,7 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
             notes += [] if kind.retrain else ["grid network scored"]
             name = f"{d} ({', '.join(notes)})" if notes else d
             lines.append(
-                f"| {name} | {_cell(s['rmse'], _digits(d))} | {_cell(s['rmse_standard'], _digits(d))} | "
+                f"| {name} | {_cell(s['rmse'], digits)} | {_cell(s['rmse_standard'], digits)} | "
                 f"{s['splits']} | {_wall_time(s)} | {verdict} |"
             )
     lines += [
@@ -415,7 +434,8 @@ def _deeper_table(summary: dict[tuple[str, str], Any], datasets: list[str], deep
                 for p in (PUBLISHED_TWO_LAYERS.get(d), concrete.get(d))
             ]
             lines.append(
-                f"| {d} | {m} | {_cell(s['rmse'], _digits(d))} | {_cell(s['test_ll'], _digits(d))} | "
+                f"| {d} | {m} | {_cell(s['rmse'], _digits(summary, d, 'rmse'))} | "
+                f"{_cell(s['test_ll'], _digits(summary, d, 'test_ll'))} | "
                 f"{_splits_and_time(s)} | {' | '.join(pubs)} |"
             )
     return lines

@@ -765,3 +765,46 @@ def test_a_cell_over_fewer_splits_says_how_many():
     cells = ll_row.split(" | ")
     assert "(2/4)" in ll_row and "1.200 ± 0.000 (2/4)" in cells  # the partial column, marked
     assert "1.115 ± 0.006" in cells  # the full column, unmarked
+
+
+def test_cells_give_each_mean_to_the_precision_of_its_error():
+    """A row's decimals show its smallest standard error to one significant figure (2 to 5):
+    naval-sized RMSEs must not all print as 0.001 ± 0.000 / 0.000 ± 0.000."""
+
+    def row(dataset, method, split, rmse, ll):
+        return {
+            "dataset": dataset,
+            "method": method,
+            "split": split,
+            "rmse": rmse,
+            "rmse_standard": rmse,
+            "test_ll": ll,
+            "per_example_masks": True,
+            "settings": {"per_example_masks": True},
+        }
+
+    rows = []
+    for i in range(4):
+        rows += [
+            row("naval-propulsion-plant", "mc-dropout", i, 0.0008 + 0.0001 * (i % 2), 4.44 + 0.002 * i),
+            row("naval-propulsion-plant", "ensemble", i, 0.0004, 7.4),  # equal values: se 0
+            row("bostonHousing", "mc-dropout", i, 2.5 + 0.4 * i, -2.4 - 0.1 * i),
+        ]
+    table = markdown_table(rows)
+
+    def cells(section, dataset):
+        text = table[table.index(section) :]
+        return next(line for line in text.splitlines() if line.startswith(f"| {dataset} |")).split(" | ")
+
+    naval_rmse = cells("Test RMSE", "naval-propulsion-plant")
+    # se of the mc-dropout RMSE is 0.0000289: five decimals; the ensemble's 0.0004 stays visible
+    ensemble = cells("Test RMSE", "data set").index("ensemble")
+    assert naval_rmse[1] == "0.00085 ± 0.00003" and naval_rmse[ensemble] == "0.00040 ± 0.00000"
+    naval_ll = cells("log-likelihood", "naval-propulsion-plant")
+    assert naval_ll[1] == "4.443 ± 0.001"  # se 0.00129: three decimals
+    assert cells("Test RMSE", "bostonHousing")[1] == "3.10 ± 0.26"  # se 0.258: the two-decimal floor
+    assert cells("log-likelihood", "bostonHousing")[1] == "-2.55 ± 0.06"
+    # the published columns stay at their own two decimals
+    assert cells("Test RMSE", "bostonHousing")[-1] == "2.90 ± 0.18 |"
+    # the standard-dropout table uses the RMSE row's decimals
+    assert "| naval-propulsion-plant | 0.00085 ± 0.00003 | 0.00085 ± 0.00003 | 4 |" in table
