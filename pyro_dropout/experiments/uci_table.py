@@ -249,9 +249,9 @@ def _split_cell(s: dict[str, Any] | None, metric: str, digits: int, full: int) -
 
 
 def _digits(summary: dict[tuple[str, str], Any], dataset: str, metric: str) -> int:
-    """Decimals for one data set's ``metric``: enough to show the smallest standard error
-    among its methods to one significant figure (two to five decimals), so that a mean is
-    given to the precision of its error. Naval's RMSE, about 0.0007 ± 0.00003, then reads
+    """Decimals for one data set's ``metric`` in every table: enough to show the smallest
+    standard error among all its runs to one significant figure (two to five decimals), so
+    that a mean is given to the precision of its error. Naval's RMSE, about 0.0007 ± 0.00003, then reads
     0.00071 ± 0.00003 rather than 0.001 ± 0.000 beside a 0.000 ± 0.000 that hides 0.0004.
     With no positive standard error (one split, or equal values), the smallest mean gets two
     significant figures instead."""
@@ -294,13 +294,14 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
     every = methods_in(summary)
     methods = [m for m in every if parse_label(m).hidden_layers == 1]
     deeper = [m for m in every if parse_label(m).hidden_layers != 1]
+    decimals = {(d, metric): _digits(summary, d, metric) for d in datasets for metric in ("rmse", "test_ll")}
     lines = [
         "Published columns: " + "; ".join(f"*{k}*: {v}" for k, v in SOURCES.items()) + ".",
         "",
         "A cell that averages fewer splits than the data set's fullest column says how many, "
-        "e.g. (3/20): it is not yet comparable with the others. Each row gives its means to the "
-        "precision of its smallest standard error (two to five decimals); the published columns "
-        "keep the papers' two.",
+        "e.g. (3/20): it is not yet comparable with the others. Each data set gives its means to "
+        "the precision of the smallest standard error among its runs (two to five decimals); the "
+        "published columns keep the papers' two.",
         "",
     ]
     for metric, title in (
@@ -314,8 +315,7 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
             if not any((d, m) in summary for m in methods):
                 continue
             full = max(summary[(d, m)]["splits"] for m in every if (d, m) in summary)
-            digits = _digits(summary, d, metric)
-            cells = [_split_cell(summary.get((d, m)), metric, digits, full) for m in methods]
+            cells = [_split_cell(summary.get((d, m)), metric, decimals[(d, metric)], full) for m in methods]
             pub = [
                 _cell((p[d][index], p[d][index + 1]), 2) if d in p else "—"  # at the published precision
                 for p in PUBLISHED.values()
@@ -330,7 +330,7 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         "|---|---|---|---|---|---|",
     ]
     for d in datasets:
-        digits = _digits(summary, d, "rmse")
+        digits = decimals[(d, "rmse")]
         for m in methods:
             kind = parse_label(m)
             if kind.method != "mc-dropout" or (d, m) not in summary:
@@ -358,7 +358,7 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         lines.append("| " + " | ".join([d, *cells]) + " |")
     lines += _groups_table(summary, datasets, every)
     if deeper:
-        lines += ["", *_deeper_table(summary, datasets, deeper)]
+        lines += ["", *_deeper_table(summary, datasets, deeper, decimals)]
     return "\n".join(lines) + "\n"
 
 
@@ -412,7 +412,12 @@ def _groups_table(summary: dict[tuple[str, str], Any], datasets: list[str], meth
     ]
 
 
-def _deeper_table(summary: dict[tuple[str, str], Any], datasets: list[str], deeper: list[str]) -> list[str]:
+def _deeper_table(
+    summary: dict[tuple[str, str], Any],
+    datasets: list[str],
+    deeper: list[str],
+    decimals: dict[tuple[str, str], int],
+) -> list[str]:
     concrete = PUBLISHED["pub. Concrete 2017"]
     lines = [
         "### Networks with more hidden layers",
@@ -434,8 +439,8 @@ def _deeper_table(summary: dict[tuple[str, str], Any], datasets: list[str], deep
                 for p in (PUBLISHED_TWO_LAYERS.get(d), concrete.get(d))
             ]
             lines.append(
-                f"| {d} | {m} | {_cell(s['rmse'], _digits(summary, d, 'rmse'))} | "
-                f"{_cell(s['test_ll'], _digits(summary, d, 'test_ll'))} | "
+                f"| {d} | {m} | {_cell(s['rmse'], decimals[(d, 'rmse')])} | "
+                f"{_cell(s['test_ll'], decimals[(d, 'test_ll')])} | "
                 f"{_splits_and_time(s)} | {' | '.join(pubs)} |"
             )
     return lines

@@ -768,7 +768,7 @@ def test_a_cell_over_fewer_splits_says_how_many():
 
 
 def test_cells_give_each_mean_to_the_precision_of_its_error():
-    """A row's decimals show its smallest standard error to one significant figure (2 to 5):
+    """A data set's decimals show its smallest standard error to one significant figure (2 to 5):
     naval-sized RMSEs must not all print as 0.001 ± 0.000 / 0.000 ± 0.000."""
 
     def row(dataset, method, split, rmse, ll):
