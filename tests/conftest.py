@@ -5,6 +5,17 @@ import pytest
 import torch
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``cuda`` (a whole file, or one parameter such as ``device="cuda"``) are
+    skipped where no CUDA device is available."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if item.get_closest_marker("cuda") is not None:
+            item.add_marker(skip)
+
+
 @pytest.fixture(autouse=True)
 def _fresh_pyro_state():
     """Each test starts with an empty param store, validation on and a fixed seed."""

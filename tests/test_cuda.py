@@ -9,7 +9,7 @@ from pyro_dropout import BBAlpha, DropoutELBO, DropoutGuide
 from pyro_dropout.distributions import bernoulli_keep
 from pyro_dropout.nn import MLP
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+pytestmark = pytest.mark.cuda  # skipped where there is none (conftest.py)
 
 
 @pytest.mark.parametrize("concrete", [False, True])

@@ -632,10 +632,13 @@ def test_a_run_stopped_in_the_final_stage_resumes_there(tiny, monkeypatch):
     ]
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
 @pytest.mark.parametrize(("method", "stage"), [("mc-dropout", "grid"), ("concrete", "final")])
-def test_a_run_stopped_while_training_resumes_from_its_checkpoint(tiny, monkeypatch, capsys, method, stage):
+def test_a_run_stopped_while_training_resumes_from_its_checkpoint(
+    tiny, monkeypatch, capsys, method, stage, device
+):
     data = load_uci("tiny", tiny)
-    s = replace(TINY, epochs_multiplier=5)  # 10 epochs
+    s = replace(TINY, epochs_multiplier=5, device=device)  # 10 epochs
     whole = run_uci(data, method, [0, 1], tiny / "whole", s, log=lambda m: None)
     original = uci_methods.train_runs
 

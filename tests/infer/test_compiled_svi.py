@@ -13,18 +13,21 @@ from pyro_dropout.nn import MLP
 R, N, D = 2, 30, 3
 
 
-def _batches():
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
+
+
+def _batches(device="cpu"):
     """Twelve steps' minibatches, the 4th and 10th smaller (a new traced shape in each half)."""
     g = torch.Generator().manual_seed(1)
     x = torch.randn(R, N, D, generator=g)
     y = x[..., 0] - x[..., 1] + 0.1 * torch.randn(R, N, generator=g)
     sizes = [8, 8, 8, 5, 8, 8, 8, 8, 8, 5, 8, 8]
-    return [(x[:, :k], y[:, :k]) for k in sizes]
+    return [(x[:, :k].to(device), y[:, :k].to(device)) for k in sizes]
 
 
-def _svi(concrete, jit):
+def _svi(concrete, jit, device="cpu"):
     pyro.clear_param_store()
-    model = MLP(D, hidden=(6,), tau=torch.tensor([1.0, 4.0]), runs=R)
+    model = MLP(D, hidden=(6,), tau=torch.tensor([1.0, 4.0]), runs=R).to(device)
     rates = {"concrete": True, "init_dropout": 0.2} if concrete else {"dropout": 0.3}
     guide = DropoutGuide(model, **rates)
     return CompiledSVI(model, guide, pyro.optim.Adam({"lr": 0.05}), DropoutELBO(), jit_compile=jit)
@@ -34,39 +37,40 @@ def _params():
     return {k: v.detach().clone() for k, v in pyro.get_param_store().items()}
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("jit", [True, False])
 @pytest.mark.parametrize("concrete", [False, True])
-def test_a_stopped_training_resumes_exactly(concrete, jit):
-    batches = _batches()
+def test_a_stopped_training_resumes_exactly(concrete, jit, device):
+    batches = _batches(device)
     pyro.set_rng_seed(0)
-    svi = _svi(concrete, jit)
+    svi = _svi(concrete, jit, device)
     losses = [svi.step(x, y, num_data=N) for x, y in batches]
     unstopped = _params()
 
     pyro.set_rng_seed(0)
-    svi = _svi(concrete, jit)
+    svi = _svi(concrete, jit, device)
     first = [svi.step(x, y, num_data=N) for x, y in batches[:6]]
     buffer = io.BytesIO()
     torch.save(svi.state_dict(), buffer)  # as a file would hold it
     svi.step(*batches[6], num_data=N)  # steps after the save are lost with the process
     # a fresh process: new parameters, another random state, the state loaded before any step
     pyro.set_rng_seed(123)
-    svi = _svi(concrete, jit)
+    svi = _svi(concrete, jit, device)
     buffer.seek(0)
-    svi.load_state_dict(torch.load(buffer, weights_only=False))
+    svi.load_state_dict(torch.load(buffer, weights_only=False))  # the GPU's random state too
     rest = [svi.step(x, y, num_data=N) for x, y in batches[6:]]
     resumed = _params()
     assert first + rest == losses  # the same masks drawn at every step
     assert unstopped.keys() == resumed.keys()
     for name, value in unstopped.items():
-        assert torch.equal(value, resumed[name]), name
+        assert value.device.type == device and torch.equal(value, resumed[name]), name
     # the random state carries on too: what follows training (e.g. prediction) draws the same
-    after_resumed = torch.rand(3)
+    after_resumed = torch.rand(3, device=device)
     pyro.set_rng_seed(0)
-    svi = _svi(concrete, jit)
+    svi = _svi(concrete, jit, device)
     for x, y in batches:
         svi.step(x, y, num_data=N)
-    assert torch.equal(torch.rand(3), after_resumed)
+    assert torch.equal(torch.rand(3, device=device), after_resumed)
 
 
 def test_setup_loads_a_state_without_a_step():
