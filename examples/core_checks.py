@@ -80,7 +80,7 @@ def alpha_gap(alpha: float = 1e-8, particles: int = 8) -> float:
     a = elbo.differentiable_loss(model, guide, x, y)
     pyro.set_rng_seed(3)
     b = bb.differentiable_loss(model, guide, x, y)
-    return float((a - b).abs() / a.abs())
+    return float(((a - b).abs() / a.abs()).detach())
 
 
 def concrete_rates(n: int, steps: int, seed: int = 0) -> dict[str, float]:
