@@ -65,6 +65,10 @@ class CompiledSVI(SVI):
     model and guide have a static structure, and create all their parameters on the first
     step. ``jit_compile=False`` keeps the single optimizer but runs the loss eagerly.
 
+    PyTorch marks :func:`torch.jit.trace` as deprecated (it warns so from 2.13, the version
+    tested here, where it still works; the warning is silenced with the tracer's others).
+    Should a later PyTorch drop it, ``jit_compile=False`` keeps the rest.
+
     Usage::
 
         svi = CompiledSVI(model, guide, pyro.optim.Adam({"lr": 1e-3}), DropoutELBO())
