@@ -65,9 +65,10 @@ class CompiledSVI(SVI):
     model and guide have a static structure, and create all their parameters on the first
     step. ``jit_compile=False`` keeps the single optimizer but runs the loss eagerly.
 
-    PyTorch marks :func:`torch.jit.trace` as deprecated (it warns so from 2.13, the version
-    tested here, where it still works; the warning is silenced with the tracer's others).
-    Should a later PyTorch drop it, ``jit_compile=False`` keeps the rest.
+    PyTorch deprecates TorchScript, :func:`torch.jit.trace` included, from 2.11; in 2.13, the
+    version tested here, it still works and warns on each trace (silenced here with the
+    tracer's other warnings). Should a later PyTorch drop it, ``jit_compile=False`` keeps the
+    rest.
 
     Usage::
 

@@ -144,7 +144,7 @@ def test_bernoulli_masks_are_seeded_and_trace_under_jit():
         return BernoulliDropout(loc, q.p).rsample(torch.Size([3]))
 
     with warnings.catch_warnings():  # as CompiledSVI traces: the rate check's frozen bools,
-        warnings.simplefilter("ignore")  # and torch.jit.trace's deprecation (PyTorch 2.13)
+        warnings.simplefilter("ignore")  # and torch.jit.trace's deprecation warning
         traced = torch.jit.trace(draw, (q.loc,), check_trace=False)
     torch.manual_seed(7)
     a = traced(q.loc)
