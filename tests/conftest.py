@@ -16,6 +16,12 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
+def device(request):
+    """A test that takes ``device`` runs on the CPU, and again on a CUDA device where there is one."""
+    return request.param
+
+
 @pytest.fixture(autouse=True)
 def _fresh_pyro_state():
     """Each test starts with an empty param store, validation on and a fixed seed."""

@@ -632,7 +632,6 @@ def test_a_run_stopped_in_the_final_stage_resumes_there(tiny, monkeypatch):
     ]
 
 
-@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
 @pytest.mark.parametrize(("method", "stage"), [("mc-dropout", "grid"), ("concrete", "final")])
 def test_a_run_stopped_while_training_resumes_from_its_checkpoint(
     tiny, monkeypatch, capsys, method, stage, device

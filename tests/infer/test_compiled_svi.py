@@ -13,9 +13,6 @@ from pyro_dropout.nn import MLP
 R, N, D = 2, 30, 3
 
 
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
-
-
 def _batches(device="cpu"):
     """Twelve steps' minibatches, the 4th and 10th smaller (a new traced shape in each half)."""
     g = torch.Generator().manual_seed(1)
@@ -37,7 +34,6 @@ def _params():
     return {k: v.detach().clone() for k, v in pyro.get_param_store().items()}
 
 
-@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("jit", [True, False])
 @pytest.mark.parametrize("concrete", [False, True])
 def test_a_stopped_training_resumes_exactly(concrete, jit, device):
