@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from pyro_dropout.datasets import UCIDataset, load_uci
+from pyro_dropout.experiments.uci import UCIBenchmark
 
 
 def _forward(x: torch.Tensor, params: list[torch.Tensor], p: float, per_example: bool) -> torch.Tensor:
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict]:
     if args.library_only and not args.library_runs:
         parser.error("--library-only needs --library-runs R")
     torch.set_default_dtype(torch.float32)
-    data = load_uci(args.dataset, args.data_dir)
+    data = UCIBenchmark.load(args.dataset, args.data_dir)
     split = data.splits[args.split]
     x = torch.as_tensor(data.x, dtype=torch.float32)
     y = torch.as_tensor(data.y, dtype=torch.float32)
@@ -154,18 +154,17 @@ def main(argv: list[str] | None = None) -> dict[str, dict]:
 
 
 def library_runs(
-    data: UCIDataset, train: np.ndarray, test: np.ndarray, epochs: int, args: argparse.Namespace
+    data: UCIBenchmark, train: np.ndarray, test: np.ndarray, epochs: int, args: argparse.Namespace
 ) -> dict[str, Any]:
     """The library's protocol model (``MLP(runs=R)``, ``DropoutGuide``, ``DropoutELBO``), R copies."""
-    from pyro_dropout.experiments import uci_methods
+    from pyro_dropout.experiments.core import get_method
+    from pyro_dropout.experiments.uci import Settings, Spec, train_and_score
 
-    runs = range(args.library_runs)
-    specs = [uci_methods.Spec(args.split, train, test, p=args.p, tau=args.tau, epochs=epochs) for _ in runs]
-    settings = uci_methods.Settings(
-        progress=False, seed=args.seed, per_example_masks=args.library_masks == "example"
-    )
+    hyper = {"p": args.p, "tau": args.tau, "epochs": epochs}
+    specs = [Spec(args.split, train, test, dict(hyper)) for _ in range(args.library_runs)]
+    settings = Settings(progress=False, seed=args.seed, per_example_masks=args.library_masks == "example")
     start = time.perf_counter()
-    scores = uci_methods.train_and_score(data, "mc-dropout", specs, settings, args.num_samples, "")
+    scores = train_and_score(data, get_method("mc-dropout"), specs, settings, args.num_samples, "")
     for r in scores:
         print(
             f"{data.name} split {args.split}, library (mask per {args.library_masks}): "

@@ -44,7 +44,7 @@ def tune_cpu_allocator(trim_threshold_mb: int = 1024, mmap_threshold_mb: int = 3
         )
     if not sys.platform.startswith("linux") or any(name in os.environ for name in _ENV):
         return False
-    libc = _glibc()
+    libc = glibc()
     if libc is None:
         return False
     trim = libc.mallopt(_M_TRIM_THRESHOLD, trim_threshold_mb << 20)
@@ -52,7 +52,7 @@ def tune_cpu_allocator(trim_threshold_mb: int = 1024, mmap_threshold_mb: int = 3
     return bool(trim and mmap)
 
 
-def _glibc() -> ctypes.CDLL | None:
+def glibc() -> ctypes.CDLL | None:
     """The process's C library if it is glibc (``gnu_get_libc_version`` exists), else None."""
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")

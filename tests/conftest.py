@@ -32,3 +32,11 @@ def _fresh_pyro_state():
     yield
     torch.set_default_dtype(dtype)
     pyro.clear_param_store()
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    """60 rows: 3 informative features, 1 constant column, target last; 3 splits of 50/10 rows."""
+    from tests.uci_data import write_tiny_uci
+
+    return write_tiny_uci(tmp_path)

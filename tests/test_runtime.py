@@ -8,9 +8,9 @@ import textwrap
 import pytest
 
 from pyro_dropout import cli, runtime
-from pyro_dropout.runtime import _glibc, tune_cpu_allocator
+from pyro_dropout.runtime import glibc, tune_cpu_allocator
 
-GLIBC = sys.platform.startswith("linux") and _glibc() is not None
+GLIBC = sys.platform.startswith("linux") and glibc() is not None
 
 # 50 forward/backward steps of a 60-run vectorised 16-50-1 network (batch 128), the shape of
 # the UCI grid; prints the minor page faults of those steps

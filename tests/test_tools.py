@@ -5,17 +5,19 @@ from dataclasses import replace
 
 import pytest
 
-from pyro_dropout.datasets import load_uci
-from pyro_dropout.experiments.uci import run_uci
+from pyro_dropout.experiments.methods import ConcreteOptions
+from pyro_dropout.experiments.uci import UCIBenchmark, run_uci
 from tests.scripts import load_script
-from tests.uci_data import TINY, write_tiny_uci
+from tests.uci_data import TINY, tiny_method, write_tiny_uci
 
 
 def _stored_run(tmp_path, splits, settings=TINY):
     """Tiny UCI data under ``tmp_path`` and MC dropout's results on ``splits``: ``(data root, results)``."""
     root = write_tiny_uci(tmp_path)
     out = tmp_path / "results"
-    run_uci(load_uci("tiny", root), "mc-dropout", splits, out, settings, log=lambda _: None)
+    run_uci(
+        UCIBenchmark.load("tiny", root), tiny_method("mc-dropout"), splits, out, settings, log=lambda _: None
+    )
     return root, out
 
 
@@ -123,12 +125,14 @@ def test_grid_stage_reproduces_the_stored_validation_and_compares_a_change(tmp_p
         assert r["mean_difference"] == pytest.approx(sum(diffs) / len(diffs))
     assert "best grid point" in capsys.readouterr().out
     # Concrete dropout's grid is its length-scale alone (its rows also hold the learned tau)
-    run_uci(load_uci("tiny", root), "concrete", [0], out, TINY, log=lambda _: None)
+    run_uci(UCIBenchmark.load("tiny", root), tiny_method("concrete"), [0], out, TINY, log=lambda _: None)
     concrete = tool.main(
         ["tiny", "0", "--method", "concrete", "--results", str(out), "--data-dir", str(root)]
     )
     (row,) = concrete["splits"]
-    assert [p["hyper"] for p in row["points"]] == [{"length_scale": v} for v in TINY.concrete_length_scales]
+    assert [p["hyper"] for p in row["points"]] == [
+        {"length_scale": v} for v in ConcreteOptions().length_scales
+    ]
     assert all(p["now"] == p["stored"] for p in row["points"])
 
 

@@ -6,21 +6,22 @@ from pathlib import Path
 
 import numpy as np
 
+from pyro_dropout.experiments.core import Method, get_method, method_class
 from pyro_dropout.experiments.uci import Settings
 
 # the protocol's settings scaled down so that a test runs in seconds
-TINY = Settings(
-    epochs_multiplier=1,
-    num_samples=40,
-    validation_samples=20,
-    chunk_size=16,
-    progress=False,
-    sgp_steps=30,
-    sgp_inducing=10,
-    hmc_warmup=10,
-    hmc_samples=10,
-    hmc_max_tree_depth=3,
-)
+TINY = Settings(epochs_multiplier=1, num_samples=40, validation_samples=20, chunk_size=16, progress=False)
+# the methods' own options scaled down the same way
+TINY_OPTIONS: dict[str, dict] = {
+    "sgp": {"steps": 30, "inducing": 10},
+    "hmc": {"warmup": 10, "samples": 10, "max_tree_depth": 3},
+}
+
+
+def tiny_method(name: str, **options: object) -> Method:
+    """The registered method ``name`` with its options scaled down (and ``options`` set)."""
+    cls, _ = method_class(name)
+    return get_method(name, cls.options_class(**{**TINY_OPTIONS.get(name, {}), **options}))
 
 
 def write_tiny_uci(root: Path, name: str = "tiny") -> Path:
@@ -49,3 +50,38 @@ def write_tiny_uci(root: Path, name: str = "tiny") -> Path:
     ]:
         np.savetxt(folder / f"{setting}.txt", values)
     return root
+
+
+def spy_on_build(monkeypatch, part: str) -> list:
+    """A list that collects ``part`` (``"model"``, ``"guide"`` or ``"loss"``) of every vectorised
+    model the UCI protocol builds."""
+    from pyro_dropout.experiments.uci import runs
+
+    seen: list = []
+    original = runs.build_runs
+
+    def spy(*args, **kwargs):
+        built = original(*args, **kwargs)
+        seen.append(getattr(built, part))
+        return built
+
+    monkeypatch.setattr(runs, "build_runs", spy)
+    return seen
+
+
+def stop_training_when(monkeypatch, stop) -> list:
+    """Record each ``train_and_score`` call of the protocol as ``(desc, splits, runs)`` and raise
+    KeyboardInterrupt (a stopped run) at the first call for which ``stop(calls)`` holds."""
+    from pyro_dropout.experiments.uci import protocol
+
+    original = protocol.train_and_score
+    calls: list = []
+
+    def train(bench, method, specs, s, num_samples, desc, **kw):
+        calls.append((desc, sorted({sp.split for sp in specs}), len(specs)))
+        if stop(calls):
+            raise KeyboardInterrupt
+        return original(bench, method, specs, s, num_samples, desc, **kw)
+
+    monkeypatch.setattr(protocol, "train_and_score", train)
+    return calls

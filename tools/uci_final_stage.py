@@ -21,16 +21,21 @@ from typing import Any
 
 import torch
 
-from pyro_dropout.cli import parse_splits
-from pyro_dropout.datasets import load_uci
-from pyro_dropout.experiments.uci import load_results
-from pyro_dropout.experiments.uci_methods import Settings, Spec, _tensors, train_and_score
-from pyro_dropout.experiments.uci_table import parse_label
+from pyro_dropout.experiments.core import get_method, parse_splits
+from pyro_dropout.experiments.uci import (
+    Settings,
+    Spec,
+    UCIBenchmark,
+    load_results,
+    method_from_stored,
+    parse_label,
+    stack_rows,
+    train_and_score,
+)
 from pyro_dropout.infer import predict_standard
 from pyro_dropout.runtime import tune_cpu_allocator
 
 HYPER = ("p", "tau", "epochs", "length_scale")
-ONE_RUN_PER_SPLIT = ("mc-dropout", "concrete", "bbalpha-0.5", "bbalpha-1", "mfvi")
 
 
 def _trajectory(data: Any, specs: list[Spec], every: int, log: Callable[[str], None]) -> Callable:
@@ -38,7 +43,7 @@ def _trajectory(data: Any, specs: list[Spec], every: int, log: Callable[[str], N
     cpu = torch.device("cpu")
     x, y = {}, {}
     for k in ("train", "score"):
-        x[k], y[k] = _tensors(data, specs, lambda sp, k=k: getattr(sp, k), cpu)
+        x[k], y[k] = stack_rows(data, specs, lambda sp, k=k: getattr(sp, k), cpu)
 
     def monitor(epoch: int, model: Any, guide: Any, stats: Any) -> None:
         if epoch % every:
@@ -70,23 +75,22 @@ def final_stage(
 ) -> list[dict[str, Any]]:
     """Re-run the final stage; one ``{split, now: {rmse, test_ll}, stored: {...}}`` per split."""
     name = method
-    method = parse_label(name).method
-    if method not in ONE_RUN_PER_SPLIT:
-        raise ValueError(
-            f"the final stage of {method!r} is not one network per split; choose from {ONE_RUN_PER_SPLIT}"
-        )
-    data = load_uci(dataset, data_dir)
+    kind = get_method(parse_label(name).method)
+    if kind.members() != 1 or kind.fits_splits:
+        raise ValueError(f"the final stage of {kind.name!r} is not one network per split")
+    data = UCIBenchmark.load(dataset, data_dir)
     stored = load_results(results, data.name, name, splits)
+    fitted = method_from_stored(kind.name, stored[0]["settings"])
     settings = Settings.from_stored(stored[0]["settings"])
     settings.progress = False
     if seed is not None:
         settings.seed = seed
     specs = [
-        Spec(i, data.splits[i].train, data.splits[i].test, **{k: r[k] for k in HYPER if r.get(k) is not None})
+        Spec(i, data.splits[i].train, data.splits[i].test, {k: r[k] for k in HYPER if r.get(k) is not None})
         for i, r in zip(splits, stored, strict=True)
     ]
     monitor = _trajectory(data, specs, every, log) if every else None
-    scores = train_and_score(data, method, specs, settings, settings.num_samples, "final stage", monitor)
+    scores = train_and_score(data, fitted, specs, settings, settings.num_samples, "final stage", monitor)
     return [
         {
             "split": i,
@@ -97,10 +101,17 @@ def final_stage(
     ]
 
 
+def _splits(text: str) -> list[int]:
+    try:
+        return parse_splits(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dataset")
-    parser.add_argument("splits", type=parse_splits, help="e.g. 5-9")
+    parser.add_argument("splits", type=_splits, help="e.g. 5-9")
     parser.add_argument("--method", default="mc-dropout", help="a label of the table: mc-dropout-per-draw...")
     parser.add_argument("--results", default="results/uci")
     parser.add_argument("--seed", type=int, default=None, help="default: the stored seed")

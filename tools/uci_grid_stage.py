@@ -18,18 +18,46 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pyro_dropout.cli import parse_splits
-from pyro_dropout.datasets import load_uci
-from pyro_dropout.experiments.uci import grid_points, grid_stage, load_results
-from pyro_dropout.experiments.uci_methods import Settings
-from pyro_dropout.experiments.uci_table import mean_se, parse_label
+from pyro_dropout.experiments.core import (
+    flatten,
+    get_method,
+    method_class,
+    method_names,
+    parse_splits,
+    unflatten,
+)
+from pyro_dropout.experiments.uci import (
+    Settings,
+    UCIBenchmark,
+    UCIProtocol,
+    grid_setup,
+    load_results,
+    mean_se,
+    parse_label,
+)
+from pyro_dropout.experiments.uci.settings import LEGACY_SETTINGS
 from pyro_dropout.runtime import tune_cpu_allocator
 
 
+def _defaults() -> dict[str, Any]:
+    """Every key ``--set`` takes: the protocol's settings and every method's options (prefixed)."""
+    keys = flatten(Settings())
+    for name in method_names():
+        cls, _ = method_class(name)
+        keys.update(
+            {
+                k: tuple(v) if isinstance(v, list) else v
+                for k, v in flatten(cls.options_class(), cls.prefix).items()
+            }
+        )
+    return keys
+
+
 def parse_override(text: str) -> tuple[str, Any]:
-    """``KEY=VALUE`` for a field of :class:`Settings`, the value converted to the field's type."""
+    """``KEY=VALUE`` for a setting (``seed``) or a method's option (``concrete_tau_init``), the
+    value converted to the field's type."""
     key, sep, value = text.partition("=")
-    defaults = vars(Settings())
+    defaults = _defaults()
     if not sep or key not in defaults:
         raise ValueError(f"--set needs KEY=VALUE with KEY one of {', '.join(sorted(defaults))}; got {text!r}")
     default = defaults[key]
@@ -52,17 +80,18 @@ def compare_grid(
 ) -> dict[str, Any]:
     """Re-run the grid; ``{"splits": [{split, points: [{hyper, stored, now}], best_*}], summary}``."""
     name = method
-    method = parse_label(name).method
-    data = load_uci(dataset, data_dir)
+    data = UCIBenchmark.load(dataset, data_dir)
     stored = load_results(results, data.name, name, splits)
     if not all(row.get("validation") for row in stored):
         raise ValueError(f"the {name} results hold no validation scores (a method without a grid search?)")
-    settings = Settings.from_stored(stored[0]["settings"])
-    for key, value in overrides.items():
-        setattr(settings, key, value)
-    settings.progress = False
-    now = grid_stage(data, method, splits, settings)
-    keys = list(grid_points(data, method, settings)[0])  # the grid's own hyper-parameters only
+    flat = {**stored[0]["settings"], **overrides, "progress": False}
+    settings = unflatten(Settings, flat, legacy=LEGACY_SETTINGS)
+    cls, _ = method_class(parse_label(name).method)
+    fitted = get_method(
+        parse_label(name).method, unflatten(cls.options_class, flat, cls.prefix, LEGACY_SETTINGS)
+    )
+    now = UCIProtocol(data, fitted, settings, log=lambda _: None).grid_stage(splits)
+    keys = list(fitted.grid(grid_setup(data, settings))[0])  # the grid's own hyper-parameters only
 
     def point(row: dict[str, Any]) -> tuple:
         return tuple(row[k] for k in keys)
@@ -93,10 +122,17 @@ def compare_grid(
     }
 
 
+def _splits(text: str) -> list[int]:
+    try:
+        return parse_splits(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dataset")
-    parser.add_argument("splits", type=parse_splits, help="e.g. 0-4")
+    parser.add_argument("splits", type=_splits, help="e.g. 0-4")
     parser.add_argument("--method", default="mc-dropout", help="a label of the table: mc-dropout-per-draw...")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="e.g. init=glorot")
     parser.add_argument("--results", default="results/uci")

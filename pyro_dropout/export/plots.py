@@ -10,7 +10,7 @@ import torch
 
 from ..metrics.classification import ReliabilityDiagram
 
-__all__ = ["plot_regression", "plot_reliability", "plot_score_histograms", "plot_softmax_scatter"]
+__all__ = ["plot_regression", "plot_reliability", "plot_score_histograms", "plot_softmax_scatter", "pyplot"]
 
 
 def _np(x: Any) -> np.ndarray:
@@ -19,7 +19,7 @@ def _np(x: Any) -> np.ndarray:
     return np.asarray(x)
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
     import matplotlib
 
     if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
@@ -49,7 +49,7 @@ def plot_regression(
     :param x: test inputs ``[N]`` (1-d).
     :param mean: predictive mean ``[N]``; ``sd``: predictive standard deviation ``[N]``.
     """
-    plt = _pyplot()
+    plt = pyplot()
     xs, m, s = _np(x).reshape(-1), _np(mean).reshape(-1), _np(sd).reshape(-1)
     if not (xs.shape == m.shape == s.shape):
         raise ValueError(f"x, mean and sd must have the same length, got {xs.shape}, {m.shape}, {s.shape}")
@@ -61,21 +61,10 @@ def plot_regression(
         ax.fill_between(xs, m - k * s, m + k * s, color="tab:blue", alpha=0.12 + 0.1 * i / len(steps), lw=0)
     ax.plot(xs, m, color="tab:blue", lw=1.5, label=f"predictive mean ± {n_sd:g} sd (shades: ½ sd)")
     if y_true is not None:
-        ax.plot(
-            _np(x).reshape(-1)[order],
-            _np(y_true).reshape(-1)[order],
-            color="tab:red",
-            lw=1,
-            label="observed",
-        )
+        ax.plot(xs, _np(y_true).reshape(-1)[order], color="tab:red", lw=1, label="observed")
     if x_train is not None and y_train is not None:
-        ax.scatter(
-            _np(x_train).reshape(-1),
-            _np(y_train).reshape(-1),
-            s=5,
-            color="k",
-            label="training data",
-        )
+        xt, yt = _np(x_train).reshape(-1), _np(y_train).reshape(-1)
+        ax.scatter(xt, yt, s=5, color="k", label="training data")
     if train_range is None and x_train is not None:
         xt = _np(x_train).reshape(-1)
         train_range = (float(xt.min()), float(xt.max()))
@@ -90,7 +79,7 @@ def plot_regression(
 
 def plot_reliability(diagram: ReliabilityDiagram, title: str = "Reliability diagram") -> Any:
     """Accuracy against confidence per bin, the diagonal of perfect calibration, and the bin counts."""
-    plt = _pyplot()
+    plt = pyplot()
     edges = _np(diagram.bin_edges)
     centres, width = (edges[:-1] + edges[1:]) / 2, np.diff(edges)
     acc, conf, counts = _np(diagram.accuracy), _np(diagram.confidence), _np(diagram.counts)
@@ -130,7 +119,7 @@ def plot_score_histograms(
     labels: tuple[str, str] = ("in-distribution", "out-of-distribution"),
 ) -> Any:
     """Histograms of an uncertainty score on in- and out-of-distribution inputs."""
-    plt = _pyplot()
+    plt = pyplot()
     a, b = _np(scores_in).reshape(-1), _np(scores_out).reshape(-1)
     bins = np.histogram_bin_edges(np.concatenate([a, b]), bins=40)
     fig, ax = plt.subplots(figsize=(6, 3.5))
@@ -156,7 +145,7 @@ def plot_softmax_scatter(
 
     :param logits: ``[T, M, C]`` network outputs before the softmax.
     """
-    plt = _pyplot()
+    plt = pyplot()
     z = torch.as_tensor(_np(logits)).double()
     if z.dim() != 3:
         raise ValueError(f"logits: expected [T, M, C] (passes, inputs, classes), got {tuple(z.shape)}")

@@ -3,7 +3,8 @@
 from .bbalpha import BBAlpha, log_mean_exp
 from .compiled_svi import CompiledSVI
 from .elbo import DropoutELBO, log_likelihood_sum
-from .predictive import Predictions, predict, predict_from_samples, predict_standard
+from .predictions import Predictions
+from .predictive import predict, predict_chunks, predict_from_samples, predict_standard
 from .traces import check_finite_inputs, importance_trace, latent_penalty
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "log_likelihood_sum",
     "log_mean_exp",
     "predict",
+    "predict_chunks",
     "predict_from_samples",
     "predict_standard",
 ]

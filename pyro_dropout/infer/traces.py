@@ -32,7 +32,7 @@ PARTICLE_PLATE = "num_particles_vectorized"  # the name Pyro gives its particle 
 Site = Any  # a node of a Pyro trace (``pyro.poutine.runtime.Message``)
 
 
-def _non_finite(value: Any) -> bool:
+def has_non_finite(value: Any) -> bool:
     """True when a floating tensor holds NaN or inf. One float64 reduction: NaN and inf
     survive a sum; only a sum of huge finite values can overflow, and is then checked exactly."""
     if not (isinstance(value, torch.Tensor) and value.is_floating_point()):
@@ -45,10 +45,10 @@ def _non_finite(value: Any) -> bool:
 def check_finite_inputs(args: tuple, kwargs: dict) -> None:
     """Raise ``ValueError`` naming the first model argument that holds NaN or inf."""
     for i, value in enumerate(args):
-        if _non_finite(value):
+        if has_non_finite(value):
             raise ValueError(f"model argument {i} (shape {tuple(value.shape)}) contains NaN or inf")
     for key, value in kwargs.items():
-        if _non_finite(value):
+        if has_non_finite(value):
             raise ValueError(f"model argument '{key}' (shape {tuple(value.shape)}) contains NaN or inf")
 
 
@@ -104,7 +104,7 @@ def importance_trace(
     model_trace = prune_subsample_sites(model_trace)
     if check_finite:
         for name, site in likelihood_sites(model_trace):
-            if _non_finite(site["value"]):
+            if has_non_finite(site["value"]):
                 raise ValueError(f"observed data at site '{name}' contains NaN or inf")
     model_trace.compute_log_prob(site_filter=_is_likelihood)
     for name, site in likelihood_sites(model_trace):

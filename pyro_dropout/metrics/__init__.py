@@ -12,22 +12,35 @@ from .classification import (
     reliability_diagram,
     variation_ratio,
 )
+from .evaluate import evaluate
 from .ranking import aupr, auroc, average_ranks
-from .regression import coverage, crps, gaussian_log_likelihood, miscalibration_area, pit, rmse
+from .regression import (
+    coverage,
+    crps,
+    gaussian_log_likelihood,
+    miscalibration_area,
+    miscalibration_area_from_pit,
+    pit,
+    rmse,
+)
 from .reports import (
     ClassificationReport,
     RegressionReport,
     classification_report,
-    evaluate,
     ood_detection,
     regression_report,
     uncertainty_scores,
 )
+from .streaming import CategoricalScores, GaussianMixtureScores, LogMeanExp, RunScores, score_gaussian_draws
 
 __all__ = [
+    "CategoricalScores",
     "ClassificationReport",
+    "GaussianMixtureScores",
+    "LogMeanExp",
     "RegressionReport",
     "ReliabilityDiagram",
+    "RunScores",
     "accuracy",
     "aupr",
     "auroc",
@@ -41,6 +54,7 @@ __all__ = [
     "expected_calibration_error",
     "gaussian_log_likelihood",
     "miscalibration_area",
+    "miscalibration_area_from_pit",
     "mutual_information",
     "negative_log_likelihood",
     "ood_detection",
@@ -49,6 +63,7 @@ __all__ = [
     "regression_report",
     "reliability_diagram",
     "rmse",
+    "score_gaussian_draws",
     "uncertainty_scores",
     "variation_ratio",
 ]

@@ -20,6 +20,7 @@ __all__ = [
     "crps",
     "gaussian_log_likelihood",
     "miscalibration_area",
+    "miscalibration_area_from_pit",
     "pit",
     "rmse",
 ]
@@ -112,7 +113,12 @@ def miscalibration_area(means: object, y: object, variance: object) -> float:
     Computed exactly from the PIT values: :math:`\hat c(c)` is the empirical CDF of
     :math:`d_n = 2|F(y_n) - \tfrac12|`, piecewise constant between the sorted :math:`d_n`.
     """
-    d = torch.sort(2 * (pit(means, y, variance).double() - 0.5).abs()).values
+    return miscalibration_area_from_pit(pit(means, y, variance))
+
+
+def miscalibration_area_from_pit(u: torch.Tensor) -> float:
+    """:func:`miscalibration_area` from the PIT values ``u`` ``[N]`` of the points."""
+    d = torch.sort(2 * (u.double() - 0.5).abs()).values
     n = d.numel()
     knots = torch.cat([d.new_zeros(1), d, d.new_ones(1)])
     a, b = knots[:-1], knots[1:]

@@ -2,14 +2,14 @@ r"""One-call summaries of a trained model: ``evaluate(model, guide, x, y)``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from ..infer.bbalpha import log_mean_exp
-from ..infer.predictive import Predictions, predict, predict_standard
+from ..infer.predictive import Predictions
+from ..ops import log_mean_exp
 from .classification import (
     brier_score,
     mutual_information,
@@ -24,16 +24,16 @@ __all__ = [
     "ClassificationReport",
     "RegressionReport",
     "classification_report",
-    "evaluate",
     "ood_detection",
     "regression_report",
+    "site_of",
     "uncertainty_scores",
 ]
 
 LEVELS = (0.5, 0.8, 0.9, 0.95)
 
 
-def _site(pred: Predictions, site: str | None) -> str:
+def site_of(pred: Predictions, site: str | None) -> str:
     sites = pred.likelihood_sites()
     if site is not None:
         if site not in sites:
@@ -105,7 +105,7 @@ def regression_report(
     :math:`\frac1N\sum_n \log \frac1T \sum_t p(y_n \mid x_n, \omega_t)` by log-sum-exp
     (eq. 13 for a Gaussian likelihood). ``standard`` adds the RMSE of standard dropout.
     """
-    name = _site(pred, site)
+    name = site_of(pred, site)
     if name in pred.probs or name not in pred.means:
         kind = pred.distributions[name].__name__
         raise ValueError(
@@ -190,7 +190,7 @@ def classification_report(
     (predictive entropy, mutual information, variation ratio, 1 - max probability)
     separates misclassified from correct points (AUROC, ties counted one half).
     """
-    name = _site(pred, site)
+    name = site_of(pred, site)
     if name not in pred.probs:
         kind = pred.distributions[name].__name__
         raise ValueError(
@@ -222,31 +222,6 @@ def classification_report(
     )
 
 
-def evaluate(
-    model: Callable,
-    guide: Any,
-    *args: Any,
-    num_samples: int = 1000,
-    chunk_size: int | None = 100,
-    site: str | None = None,
-    **kwargs: Any,
-) -> RegressionReport | ClassificationReport:
-    """Predict with ``num_samples`` MC-dropout draws on ``(*args, **kwargs)`` (observations
-    included) and return the report that fits the likelihood: regression or classification.
-
-    Usage::
-
-        report = evaluate(model, guide, x_test, y_test)
-        print(report)            # RMSE, test LL, CRPS, coverage ... or accuracy, NLL, ECE ...
-    """
-    pred = predict(model, guide, *args, num_samples=num_samples, chunk_size=chunk_size, **kwargs)
-    name = _site(pred, site)
-    standard = predict_standard(model, guide, *args, **kwargs) if hasattr(guide, "median") else None
-    if name in pred.probs:
-        return classification_report(pred, name, standard)
-    return regression_report(pred, name, standard)
-
-
 def ood_detection(
     pred_in: Predictions | torch.Tensor,
     pred_out: Predictions | torch.Tensor,
@@ -257,7 +232,7 @@ def ood_detection(
 
     def probs_of(p: Predictions | torch.Tensor) -> torch.Tensor:
         if isinstance(p, Predictions):
-            name = _site(p, site)
+            name = site_of(p, site)
             if name not in p.probs:
                 raise ValueError(
                     f"site '{name}' is not a classification likelihood: OOD scores need class probabilities"

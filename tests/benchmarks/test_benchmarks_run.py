@@ -12,7 +12,16 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "script", ["svi_step", "predictive", "vectorised_runs", "allocator", "per_example_masks", "run_chunks"]
+    "script",
+    [
+        "svi_step",
+        "predictive",
+        "vectorised_runs",
+        "allocator",
+        "per_example_masks",
+        "run_chunks",
+        "evaluate_memory",
+    ],
 )
 def test_benchmark_runs(script):
     out = subprocess.run(

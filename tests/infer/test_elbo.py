@@ -146,13 +146,13 @@ def test_svi_step_decreases_the_loss():
 
 
 def test_finite_check_edge_cases():
-    from pyro_dropout.infer.traces import _non_finite
+    from pyro_dropout.infer.traces import has_non_finite
 
     # huge but finite values whose float64 sum overflows are still finite
-    assert not _non_finite(torch.full((4,), 1e308, dtype=torch.float64))
-    assert not _non_finite(torch.full((3,), 3e38))
+    assert not has_non_finite(torch.full((4,), 1e308, dtype=torch.float64))
+    assert not has_non_finite(torch.full((3,), 3e38))
     # NaN, one inf, and infs of both signs (their sum is NaN) are caught
-    assert _non_finite(torch.tensor([1.0, float("nan")]))
-    assert _non_finite(torch.tensor([1.0, float("inf")]))
-    assert _non_finite(torch.tensor([float("inf"), -float("inf")]))
-    assert not _non_finite(torch.tensor([1, 2]))  # integer tensors hold no NaN
+    assert has_non_finite(torch.tensor([1.0, float("nan")]))
+    assert has_non_finite(torch.tensor([1.0, float("inf")]))
+    assert has_non_finite(torch.tensor([float("inf"), -float("inf")]))
+    assert not has_non_finite(torch.tensor([1, 2]))  # integer tensors hold no NaN

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .uci_table import PUBLISHED, REFERENCE, methods_in, summarise
+from .published import PUBLISHED, REFERENCE
+from .summary import methods_in, summarise
 
 __all__ = ["plot_uci"]
 
@@ -16,7 +17,7 @@ def plot_uci(rows: list[dict[str, Any]], metric: str = "test_ll") -> Any:
     The shaded band is the 2018 re-run of MC dropout (mean ± its standard error); the small
     number over each point is how many splits it averages.
 
-    :param rows: per-split results, as from :func:`~pyro_dropout.experiments.uci_table.collect`.
+    :param rows: per-split results, as from :func:`~pyro_dropout.experiments.uci.collect`.
     :param metric: ``"test_ll"`` (higher is better) or ``"rmse"`` (lower is better).
     :returns: a matplotlib ``Figure``.
     """
@@ -24,9 +25,9 @@ def plot_uci(rows: list[dict[str, Any]], metric: str = "test_ll") -> Any:
         raise ValueError(f"plot_uci: metric must be 'test_ll' or 'rmse', got {metric!r}")
     if not rows:
         raise ValueError("plot_uci: no results to plot")
-    from ..export.plots import _pyplot
+    from ...export.plots import pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     summary = summarise(rows)
     datasets = sorted({d for d, _ in summary})
     methods = methods_in(summary)

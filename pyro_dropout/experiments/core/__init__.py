@@ -1,0 +1,48 @@
+"""The experiments' core: methods, options, protocols, training, checkpoints and the results store."""
+
+from .checkpoint import Checkpoints, TrainingCheckpoint, read_checkpoint
+from .method import (
+    BuildContext,
+    GridSetup,
+    Method,
+    NoOptions,
+    get_method,
+    method_class,
+    method_names,
+    register,
+    unregister,
+)
+from .options import add_flags, flatten, from_args, unflatten, validate
+from .protocol import Protocol, select_best
+from .splits import parse_splits
+from .store import ResultStore, is_result_file, read_record, write_record
+from .training import Standardiser, train_runs
+
+__all__ = [
+    "BuildContext",
+    "Checkpoints",
+    "GridSetup",
+    "Method",
+    "NoOptions",
+    "Protocol",
+    "ResultStore",
+    "Standardiser",
+    "TrainingCheckpoint",
+    "add_flags",
+    "flatten",
+    "from_args",
+    "get_method",
+    "is_result_file",
+    "method_class",
+    "method_names",
+    "parse_splits",
+    "read_checkpoint",
+    "read_record",
+    "register",
+    "select_best",
+    "train_runs",
+    "unflatten",
+    "unregister",
+    "validate",
+    "write_record",
+]

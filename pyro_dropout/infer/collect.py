@@ -1,0 +1,96 @@
+r"""Filling :class:`Predictions` from the trace of a chunk of draws: each site's draws, means,
+variances, class probabilities and log-likelihoods, tidied to ``[T, N, *event]``."""
+
+from __future__ import annotations
+
+import torch
+from pyro.poutine.trace_struct import Trace
+from pyro.poutine.util import site_is_subsample
+
+from .predictions import Predictions
+from .traces import Site
+
+__all__ = ["DRAWS_PLATE", "Buffers", "collect_site", "fill", "tidy"]
+
+DRAWS_PLATE = "_pyro_dropout_draws"  # the plate of the draws of a chunk
+
+
+def tidy(value: torch.Tensor, site: Site, event_dim: int, nesting: int, draws: int) -> torch.Tensor:
+    """``[draws, *plate slots, *event]`` -> ``[draws, *enclosing plates, *event]``."""
+    batch_dims = nesting + 1
+    value = value.reshape((1,) * max(0, batch_dims + event_dim - value.dim()) + value.shape)
+    value = value.expand((draws, *value.shape[1:]))
+    enclosing = {f.dim for f in site["cond_indep_stack"] if f.vectorized and f.name != DRAWS_PLATE}
+    keep = [0] + [1 + i for i in range(nesting) if (i - nesting) in enclosing]
+    batch = [value.shape[i] for i in keep]
+    return value.reshape(batch + list(value.shape[batch_dims:]))
+
+
+class Buffers:
+    """Outputs preallocated for all draws and filled chunk by chunk (no concatenation copy)."""
+
+    def __init__(self, num_samples: int) -> None:
+        self.num_samples, self.offset = num_samples, 0
+        self.tensors: dict[tuple[str, str], torch.Tensor] = {}
+
+    def put(self, group: str, name: str, value: torch.Tensor) -> None:
+        key = (group, name)
+        if key not in self.tensors:
+            self.tensors[key] = value.new_empty((self.num_samples, *value.shape[1:]))
+        self.tensors[key][self.offset : self.offset + value.shape[0]] = value
+
+
+def collect_site(
+    name: str,
+    site: Site,
+    is_latent: bool,
+    out: Predictions,
+    buffers: Buffers,
+    wanted: set[str] | None,
+    nesting: int,
+    size: int,
+) -> None:
+    fn = site["fn"]
+
+    def add(group: str, value: torch.Tensor, event_dim: int) -> None:
+        buffers.put(group, name, tidy(value, site, event_dim, nesting, size))
+
+    deterministic = bool(site["infer"].get("_deterministic", False))
+    likelihood = not (is_latent or deterministic)  # sampled by the model itself: an observation site
+    observed = likelihood and bool(site["is_observed"])
+    if wanted is None or name in wanted:
+        # observed sites get a fresh posterior predictive draw; the others already hold one
+        add("samples", fn.sample() if observed else site["value"], fn.event_dim)
+        out.kinds[name] = "likelihood" if likelihood else "deterministic" if deterministic else "latent"
+    if not likelihood:
+        return
+    out.distributions[name] = type(fn.base_dist if hasattr(fn, "base_dist") else fn)
+    if observed:
+        out.observed[name] = site["value"]
+        add("log_likelihood", fn.log_prob(site["value"]), 0)
+    probs = getattr(fn, "probs", None) if fn.support.is_discrete else None
+    if probs is not None:
+        if probs.dim() == len(fn.batch_shape):  # Bernoulli: one probability -> two classes
+            probs = torch.stack([1 - probs, probs], dim=-1)
+        add("probs", probs, 1)
+        return
+    try:
+        add("means", fn.mean, fn.event_dim)
+        add("variances", fn.variance, fn.event_dim)
+    except NotImplementedError:
+        pass
+
+
+def fill(
+    out: Predictions,
+    buffers: Buffers,
+    trace: Trace,
+    latents: Trace,
+    wanted: set[str] | None,
+    nesting: int,
+    size: int,
+) -> None:
+    for name, site in trace.nodes.items():
+        if site["type"] == "sample" and not site_is_subsample(site):
+            collect_site(name, site, name in latents.nodes, out, buffers, wanted, nesting, size)
+    buffers.offset += size

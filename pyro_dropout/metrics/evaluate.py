@@ -1,0 +1,141 @@
+r"""``evaluate(model, guide, x, y)``: the report that fits the likelihood, in memory bounded by
+one chunk of draws.
+
+The draws are made ``chunk_size`` at a time and folded into running scores
+(:mod:`.streaming`), so the peak memory is that of one chunk, whatever ``num_samples`` is
+(``benchmarks/evaluate_memory.py``). Every score is the one :func:`regression_report` /
+:func:`classification_report` computes from all draws held in memory, except CRPS's pair term
+when the draws span several chunks: it is then estimated without bias from about
+``crps_pairs`` pairs of distinct draws per point (exact within one chunk).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from ..infer.predictions import Predictions
+from ..infer.predictive import predict_chunks, predict_standard
+from .classification import brier_score, reliability_diagram
+from .ranking import auroc
+from .regression import miscalibration_area_from_pit
+from .reports import LEVELS, ClassificationReport, RegressionReport, site_of
+from .streaming import CategoricalScores, GaussianMixtureScores, LogMeanExp
+
+__all__ = ["evaluate"]
+
+
+class _Regression:
+    def __init__(self, pred: Predictions, name: str, pair_rolls: int) -> None:
+        if name not in pred.observed or name not in pred.log_likelihood:
+            raise ValueError(f"site '{name}' has no observations: pass the targets to evaluate()")
+        self.y = pred.observed[name]
+        self.scores, self.log_lik, self.rolls = GaussianMixtureScores(self.y), LogMeanExp(), pair_rolls
+
+    def update(self, pred: Predictions, name: str) -> None:
+        self.scores.update(pred.means[name], pred.variances[name], self.rolls)
+        self.log_lik.update(pred.log_likelihood[name])
+
+    def report(self, standard: Predictions | None, name: str) -> RegressionReport:
+        s, t = self.scores, self.scores.count
+        if t < 2:
+            raise ValueError(f"a regression report needs at least 2 draws to estimate a variance, got {t}")
+        log_lik, u = self.log_lik.value(), s.pit()
+        mean = s.mean.to(self.y.dtype)
+        return RegressionReport(
+            rmse=float((mean - self.y).pow(2).mean().sqrt()),
+            test_ll=float(log_lik.mean()),
+            crps=float(s.crps().mean()),
+            coverage={float(k): float(((u - 0.5).abs() <= k / 2).double().mean()) for k in LEVELS},
+            miscalibration_area=miscalibration_area_from_pit(u),
+            num_samples=t,
+            rmse_standard=None
+            if standard is None
+            else float((standard.means[name][0] - self.y).pow(2).mean().sqrt()),
+            mean=mean,
+            epistemic_variance=s.epistemic_variance().to(self.y.dtype),
+            aleatoric_variance=s.aleatoric_variance().to(self.y.dtype),
+            log_likelihood=log_lik.to(self.y.dtype),
+        )
+
+
+class _Classification:
+    def __init__(self, pred: Predictions, name: str) -> None:
+        if name not in pred.observed:
+            raise ValueError(f"site '{name}' has no observations: pass the labels to evaluate()")
+        probs = pred.probs[name]
+        self.labels = pred.observed[name]
+        self.scores = CategoricalScores(self.labels, probs.shape[-1], probs.shape[-2])
+
+    def update(self, pred: Predictions, name: str) -> None:
+        self.scores.update(pred.probs[name])
+
+    def report(self, standard: Predictions | None, name: str) -> ClassificationReport:
+        s, labels = self.scores, self.labels.cpu()
+        mean = s.mean_probs
+        wrong = mean.argmax(-1) != labels
+        uncertainty = {"predictive_entropy": s.predictive_entropy(), "max_prob": 1 - mean.max(-1).values}
+        if s.count > 1:
+            uncertainty |= {
+                "mutual_information": s.mutual_information(),
+                "variation_ratio": s.variation_ratio(),
+            }
+        separation = {}
+        if bool(wrong.any()) and bool((~wrong).any()):
+            separation = {k: auroc(v[wrong], v[~wrong]) for k, v in uncertainty.items()}
+        diagram = reliability_diagram(mean, labels)
+        accuracy_standard = None
+        if standard is not None:
+            accuracy_standard = float((standard.probs[name][0].argmax(-1).cpu() == labels).double().mean())
+        return ClassificationReport(
+            accuracy=float((~wrong).double().mean()),
+            nll=float(-s.log_likelihood().mean()),
+            brier=brier_score(mean, labels),
+            ece=diagram.ece,
+            misclassification_auroc=separation,
+            num_samples=s.count,
+            accuracy_standard=accuracy_standard,
+            probs=mean,
+            scores=uncertainty,
+            reliability=diagram,
+        )
+
+
+def evaluate(
+    model: Callable,
+    guide: Any,
+    *args: Any,
+    num_samples: int = 1000,
+    chunk_size: int | None = 100,
+    site: str | None = None,
+    crps_pairs: int = 100_000,
+    **kwargs: Any,
+) -> RegressionReport | ClassificationReport:
+    """Predict with ``num_samples`` MC-dropout draws on ``(*args, **kwargs)`` (observations
+    included), ``chunk_size`` at a time, and return the report that fits the likelihood.
+
+    Usage::
+
+        report = evaluate(model, guide, x_test, y_test)
+        print(report)            # RMSE, test LL, CRPS, coverage ... or accuracy, NLL, ECE ...
+    """
+    if not (isinstance(num_samples, int) and num_samples >= 1):
+        raise ValueError(f"evaluate: num_samples must be a positive int, got {num_samples!r}")
+    chunk = num_samples if chunk_size is None else chunk_size
+    if not (isinstance(chunk, int) and chunk >= 1):
+        raise ValueError(f"evaluate: chunk_size must be a positive int or None, got {chunk_size!r}")
+    rolls = max(1, math.ceil(crps_pairs / num_samples))
+    scores: _Regression | _Classification | None = None
+    name = ""
+    chunks = predict_chunks(
+        model, guide, *args, num_samples=num_samples, chunk_size=chunk, return_sites=(), **kwargs
+    )
+    for pred in chunks:
+        if scores is None:
+            name = site_of(pred, site)
+            scores = _Classification(pred, name) if name in pred.probs else _Regression(pred, name, rolls)
+        scores.update(pred, name)
+    assert scores is not None
+    standard = predict_standard(model, guide, *args, **kwargs) if hasattr(guide, "median") else None
+    return scores.report(standard, name)

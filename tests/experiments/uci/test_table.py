@@ -1,0 +1,164 @@
+"""The UCI results table and figure."""
+
+import pytest
+
+from pyro_dropout.experiments.uci import (
+    label,
+    markdown_table,
+    parse_label,
+    plot_uci,
+    summarise,
+    verdict,
+)
+
+
+def test_labels_and_results_made_before_the_setting():
+    assert label("mc-dropout", True) == "mc-dropout" and label("mc-dropout", False) == "mc-dropout-per-draw"
+    assert label("sgp", False) == "sgp" and label("mfvi", True) == "mfvi"  # no masks, one name
+    assert parse_label("bbalpha-0.5-per-draw") == ("bbalpha-0.5", False, 1, True)
+    assert parse_label("bbalpha-0.5") == ("bbalpha-0.5", True, 1, True)
+    # more hidden layers than the protocol's one: a suffix after the masks'
+    assert label("mc-dropout", False, 2) == "mc-dropout-per-draw-2-layers"
+    assert label("sgp", True, 2) == "sgp"  # a GP has no layers
+    assert label("mc-dropout", True, 1, False) == "mc-dropout-grid-network"
+    for args in [("concrete", True, 2, True), ("mc-dropout", False, 3, False), ("hmc", True, 2, True)]:
+        assert parse_label(label(*args)) == args
+    assert parse_label("mfvi") == ("mfvi", True, 1, True)
+    # a result file without the setting was trained with one mask per draw
+    row = {"dataset": "d", "method": "mc-dropout", "rmse": 1.0, "rmse_standard": 1.0, "test_ll": -1.0}
+    assert set(summarise([{**row, "settings": {"seed": 0}}])) == {("d", "mc-dropout-per-draw")}
+
+
+def test_wall_time_cells_say_which_runs_were_on_a_gpu():
+    def row(split, device):
+        settings = {"per_example_masks": True, "device": device}
+        row = {"dataset": "d", "method": "sgp", "split": split, "rmse": 1.0, "rmse_standard": None}
+        return row | {"test_ll": -1.0, "protocol_seconds": 120.0, "settings": settings}
+
+    def timing_row(rows):
+        return next(line for line in markdown_table(rows).splitlines() if line.startswith("| d | 2 · "))
+
+    assert timing_row([row(0, "cpu"), row(1, "cpu")]) == "| d | 2 · 2.0 min |"
+    assert timing_row([row(0, "cuda"), row(1, "cuda:0")]) == "| d | 2 · 2.0 min (GPU) |"
+    assert timing_row([row(0, "cpu"), row(1, "cuda")]) == "| d | 2 · 2.0 min (1 split on a GPU) |"
+    assert summarise([row(0, "cuda")])[("d", "sgp")]["gpu_splits"] == 1
+
+
+def test_runs_made_in_several_groups_list_each_group():
+    def row(split, seconds, resumed=0.0):
+        settings = {"per_example_masks": True}
+        row = {"dataset": "d", "method": "sgp", "split": split, "rmse": 1.0, "rmse_standard": None}
+        row |= {"test_ll": -1.0, "protocol_seconds": seconds, "resumed_training_seconds": resumed}
+        return row | {"settings": settings}
+
+    # splits 0-2 and 5 trained in one command (90 s), 3-4 in another that resumed 30 s of training
+    rows = [row(0, 90.0), row(1, 90.0), row(2, 90.0), row(5, 90.0), row(3, 150.0, 30.0), row(4, 150.0, 30.0)]
+    s = summarise(rows)[("d", "sgp")]
+    assert s["protocol_seconds"] == 240.0 and s["splits"] == 6
+    assert [g["splits"] for g in s["groups"]] == [[0, 1, 2, 5], [3, 4]]
+    table = markdown_table(rows)
+    assert "| d | sgp | 2 | 0-2, 5: 1.5 min; 3-4: 2.5 min (0.5 before a resume) |" in table
+    # one group: nothing to list
+    assert "several groups" not in markdown_table(rows[:4])
+
+
+def test_verdict_against_the_published_figures():
+    naval = (0.00, 0.00, 4.45, 0.00)  # published, rounded to two decimals
+
+    def ours(rmse, rmse_se, ll, ll_se):
+        return {"rmse": (rmse, rmse_se), "test_ll": (ll, ll_se)}
+
+    # 0.0017 rounds to the published 0.00; 0.006 does not, even within its standard error
+    assert verdict(ours(0.0017, 0.0002, 4.45, 0.01), naval) == "RMSE ✓, LL ✓"
+    assert verdict(ours(0.0060, 0.0005, 4.40, 0.01), naval) == "RMSE ✗, LL ✗"
+    # within one standard error, or better, counts as a match
+    boston = (2.90, 0.18, -2.40, 0.04)
+    assert verdict(ours(3.00, 0.11, -2.43, 0.03), boston) == "RMSE ✓, LL ✓"
+    assert verdict(ours(3.00, 0.09, -2.30, float("nan")), boston) == "RMSE ✗, LL ✓"
+
+
+def test_a_cell_over_fewer_splits_says_how_many():
+    def row(method, split, ll):
+        return {
+            "dataset": "kin8nm",
+            "method": method,
+            "split": split,
+            "rmse": 0.08,
+            "rmse_standard": 0.08,
+            "test_ll": ll,
+            "per_example_masks": True,
+            "settings": {"per_example_masks": True},
+        }
+
+    rows = [row("mc-dropout", i, 1.1 + 0.01 * i) for i in range(4)] + [
+        row("bbalpha-1", i, 1.2) for i in (0, 1)
+    ]
+    table = markdown_table(rows)
+    ll_row = next(
+        line for line in table[table.index("log-likelihood") :].splitlines() if line.startswith("| kin8nm |")
+    )
+    cells = ll_row.split(" | ")
+    assert "(2/4)" in ll_row and "1.200 ± 0.000 (2/4)" in cells  # the partial column, marked
+    assert "1.115 ± 0.006" in cells  # the full column, unmarked
+
+
+def test_cells_give_each_mean_to_the_precision_of_its_error():
+    """A data set's decimals show its smallest standard error to one significant figure (2 to 5):
+    naval-sized RMSEs must not all print as 0.001 ± 0.000 / 0.000 ± 0.000."""
+
+    def row(dataset, method, split, rmse, ll):
+        return {
+            "dataset": dataset,
+            "method": method,
+            "split": split,
+            "rmse": rmse,
+            "rmse_standard": rmse,
+            "test_ll": ll,
+            "per_example_masks": True,
+            "settings": {"per_example_masks": True},
+        }
+
+    rows = []
+    for i in range(4):
+        rows += [
+            row("naval-propulsion-plant", "mc-dropout", i, 0.0008 + 0.0001 * (i % 2), 4.44 + 0.002 * i),
+            row("naval-propulsion-plant", "ensemble", i, 0.0004, 7.4),  # equal values: se 0
+            row("bostonHousing", "mc-dropout", i, 2.5 + 0.4 * i, -2.4 - 0.1 * i),
+        ]
+    table = markdown_table(rows)
+
+    def cells(section, dataset):
+        text = table[table.index(section) :]
+        return next(line for line in text.splitlines() if line.startswith(f"| {dataset} |")).split(" | ")
+
+    naval_rmse = cells("Test RMSE", "naval-propulsion-plant")
+    # se of the mc-dropout RMSE is 0.0000289: five decimals; the ensemble's 0.0004 stays visible
+    ensemble = cells("Test RMSE", "data set").index("ensemble")
+    assert naval_rmse[1] == "0.00085 ± 0.00003" and naval_rmse[ensemble] == "0.00040 ± 0.00000"
+    naval_ll = cells("log-likelihood", "naval-propulsion-plant")
+    assert naval_ll[1] == "4.443 ± 0.001"  # se 0.00129: three decimals
+    assert cells("Test RMSE", "bostonHousing")[1] == "3.10 ± 0.26"  # se 0.258: the two-decimal floor
+    assert cells("log-likelihood", "bostonHousing")[1] == "-2.55 ± 0.06"
+    # the published columns stay at their own two decimals
+    assert cells("Test RMSE", "bostonHousing")[-1] == "2.90 ± 0.18 |"
+    # the standard-dropout table uses the RMSE row's decimals
+    assert "| naval-propulsion-plant | 0.00085 ± 0.00003 | 0.00085 ± 0.00003 | 4 |" in table
+
+
+def test_plot_uci_panels_and_errors():
+    rows = [
+        {"dataset": d, "method": m, "split": i, "rmse": 1.0 + i, "rmse_standard": 1.0, "test_ll": -1.0 - i}
+        for d in ("bostonHousing", "other")
+        for m in ("mc-dropout", "sgp")
+        for i in range(3)
+    ]
+    fig = plot_uci(rows, "rmse")
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in visible] == ["bostonHousing", "other"]
+    # the published band is drawn where the data set has one: 2.90 ± 0.18 for Boston
+    assert [line.get_xdata()[0] for line in visible[0].lines if line.get_label().startswith("MC")] == [2.90]
+    assert not [line for line in visible[1].lines if line.get_label().startswith("MC")]
+    with pytest.raises(ValueError, match="metric"):
+        plot_uci(rows, "nll")
+    with pytest.raises(ValueError, match="no results"):
+        plot_uci([])
