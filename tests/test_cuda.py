@@ -45,3 +45,20 @@ def test_bernoulli_keep_on_the_gpu_has_its_probability():
     freq = draws[1:].double().mean(1).cpu()
     se = torch.tensor([0.9 * 0.1, 0.3 * 0.7], dtype=torch.float64).div(200_001).sqrt()
     assert bool(((freq - torch.tensor([0.9, 0.3], dtype=torch.float64)).abs() < 5 * se).all())  # 5 se
+
+
+def test_evaluate_streams_on_the_gpu():
+    """evaluate() and the calibration scores on CUDA tensors (miscalibration_area built its
+    coverage grid on the CPU; found on an H100)."""
+    from pyro_dropout import evaluate
+    from pyro_dropout.metrics import miscalibration_area
+
+    g = torch.Generator().manual_seed(0)
+    means, y = torch.randn(20, 30, generator=g).cuda(), torch.randn(30, generator=g).cuda()
+    assert 0 <= miscalibration_area(means, y, torch.tensor(0.5).cuda()) <= 0.5
+    model = MLP(2, hidden=(8,), tau=4.0).cuda()
+    x, target = torch.randn(30, 2).cuda(), torch.randn(30).cuda()
+    guide = DropoutGuide(model, dropout=0.2)
+    guide(x, target)
+    report = evaluate(model, guide, x, target, num_samples=20, chunk_size=7)
+    assert report.num_samples == 20 and report.mean.device.type == "cuda"

@@ -122,7 +122,7 @@ def miscalibration_area_from_pit(u: torch.Tensor) -> float:
     n = d.numel()
     knots = torch.cat([d.new_zeros(1), d, d.new_ones(1)])
     a, b = knots[:-1], knots[1:]
-    h = torch.arange(n + 1, dtype=torch.float64) / n  # coverage on [a, b)
+    h = torch.arange(n + 1, dtype=torch.float64, device=d.device) / n  # coverage on [a, b)
     below = 0.5 * ((b - h).pow(2) - (a - h).pow(2))  # h <= a
     above = 0.5 * ((h - a).pow(2) - (h - b).pow(2))  # h >= b
     across = 0.5 * ((h - a).pow(2) + (b - h).pow(2))  # a < h < b
