@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -14,5 +15,6 @@ def load_script(folder: str, name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, REPO / folder / f"{name}.py")
     assert spec is not None and spec.loader is not None, f"no script {folder}/{name}.py"
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses in the script look their module up there
     spec.loader.exec_module(module)
     return module

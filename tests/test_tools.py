@@ -151,3 +151,14 @@ def test_grid_stage_names_what_it_cannot_do(tmp_path):
     root = write_tiny_uci(tmp_path)
     with pytest.raises(FileNotFoundError, match="no result file"):
         tool.main(["tiny", "0", "--results", str(tmp_path / "none"), "--data-dir", str(root)])
+
+
+def test_every_probe_of_bad_input_ends_handled_or_with_a_clear_error(capsys):
+    """tools/probe_inputs.py: ~200 bad or extreme inputs to the public API; none may end in a
+    silent wrong answer, an error that names nothing, or a raw traceback (the old code had
+    16, 18 and 18 of them)."""
+    counts = load_script("tools", "probe_inputs").main([])
+    out = capsys.readouterr().out
+    assert counts["handled"] + counts["clear error"] >= 200, out
+    for defect in ("silent wrong", "unnamed error", "raw traceback"):
+        assert counts[defect] == 0, out

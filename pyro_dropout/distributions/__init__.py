@@ -6,12 +6,14 @@ from .concrete_dropout import ConcreteDropout
 from .kl import bernoulli_entropy, kl_masked_gaussian
 from .masked_weight import MaskedWeight, mask_dim_for, validate_dropout_rate
 from .quantised_gaussian import QuantisedGaussian
+from .util import base_prior
 
 __all__ = [
     "BernoulliDropout",
     "ConcreteDropout",
     "MaskedWeight",
     "QuantisedGaussian",
+    "base_prior",
     "bernoulli_entropy",
     "bernoulli_keep",
     "kl",

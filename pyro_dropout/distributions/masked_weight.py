@@ -27,13 +27,23 @@ def mask_dim_for(event_dim: int) -> int | None:
     return None
 
 
-def validate_dropout_rate(p: Any, what: str) -> None:
-    """Raise ``ValueError`` unless every value of ``p`` lies in [0, 1)."""
+def validate_dropout_rate(p: Any, what: str, dtype: torch.dtype | None = None) -> None:
+    """Raise ``TypeError`` unless ``p`` is a real number or tensor, and ``ValueError`` unless
+    every value lies in [0, 1), also once rounded to ``dtype`` (the model's: ``1 - 1e-9`` in
+    float64 is 1 in float32)."""
+    if isinstance(p, bool) or not isinstance(p, int | float | torch.Tensor):
+        raise TypeError(
+            f"{what}: a dropout probability must be a number or a tensor, got {type(p).__name__} {p!r}"
+        )
+    if isinstance(p, torch.Tensor) and (p.is_complex() or p.dtype == torch.bool):
+        raise TypeError(f"{what}: a dropout probability tensor must be real, got dtype {p.dtype}")
     values = p.detach() if isinstance(p, torch.Tensor) else torch.as_tensor(p, dtype=torch.float64)
     if values.is_floating_point() and bool(torch.isnan(values).any()):
         raise ValueError(f"{what}: dropout probability is NaN")
     if not bool(((values >= 0) & (values < 1)).all()):
         raise ValueError(f"{what}: dropout probability must lie in [0, 1), got {p!r}")
+    if dtype is not None and dtype.is_floating_point and not bool((values.to(dtype) < 1).all()):
+        raise ValueError(f"{what}: dropout probability {p!r} rounds to 1 in the model's {dtype}")
 
 
 class MaskedWeight(TorchDistribution):

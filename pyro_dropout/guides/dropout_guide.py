@@ -20,13 +20,11 @@ from pyro.nn import PyroModule, PyroParam
 from pyro.ops.tensor_utils import periodic_repeat
 from torch.distributions import constraints
 
-from ..distributions import BernoulliDropout, ConcreteDropout, validate_dropout_rate
+from ..distributions import BernoulliDropout, ConcreteDropout
 from .initialization import base_prior, init_to_fan_in, is_gaussian_prior
+from .rates import DropoutSpec, Rate, check_spec, site_rate
 
 __all__ = ["DropoutGuide", "DropoutSpec"]
-
-Rate = float | torch.Tensor
-DropoutSpec = float | torch.Tensor | Mapping[str, Rate] | Callable[[str, Any], Rate]
 
 
 @dataclass(frozen=True)
@@ -39,14 +37,6 @@ class _Role:
     learn_p: bool = False
     frames: tuple = ()
     get: Callable = attrgetter("")  # reads the site's parameter from a PyroModule
-
-
-def _check_spec(spec: DropoutSpec, what: str) -> None:
-    if isinstance(spec, Mapping):
-        for name, p in spec.items():
-            validate_dropout_rate(p, f"DropoutGuide: {what} for site '{name}'")
-    elif not callable(spec):
-        validate_dropout_rate(spec, f"DropoutGuide: {what}")
 
 
 class DropoutGuide(AutoGuide):
@@ -113,10 +103,18 @@ class DropoutGuide(AutoGuide):
                 "DropoutGuide: concrete=True learns p; give its starting values with init_dropout= "
                 "(dropout= sets the fixed rates of Bernoulli masks)"
             )
-        _check_spec(dropout, "dropout")
-        _check_spec(init_dropout, "init_dropout")
+        check_spec(dropout, "dropout")
+        check_spec(init_dropout, "init_dropout")
         self.concrete = bool(concrete)
         self.temperature = float(temperature)
+        bad = isinstance(point_estimates, str) or not isinstance(
+            point_estimates, list | tuple | set | frozenset
+        )
+        if bad or not all(isinstance(n, str) for n in point_estimates):
+            raise TypeError(
+                f"DropoutGuide: point_estimates must be a list of site names, got {point_estimates!r}"
+                + (f" (write [{point_estimates!r}] for one site)" if isinstance(point_estimates, str) else "")
+            )
         self.point_estimates = tuple(point_estimates)
         self.init_loc_fn = init_loc_fn
         self._roles: dict[str, _Role] = {}
@@ -126,38 +124,7 @@ class DropoutGuide(AutoGuide):
 
     # --- set-up ----------------------------------------------------------------------
     def _rate(self, name: str, site: dict, matrix: bool) -> Rate:
-        spec = self._rates
-        what = "init_dropout" if self.concrete else "dropout"
-        if isinstance(spec, Mapping):
-            if name in spec:
-                p = spec[name]
-            elif matrix:
-                raise ValueError(
-                    f"DropoutGuide: the {what} dict has no rate for the weight site '{name}' "
-                    "(give 0.0 for no dropout)"
-                )
-            else:
-                return 0.0
-        elif not matrix:
-            return 0.0
-        else:
-            p = spec(name, site) if callable(spec) else spec
-        validate_dropout_rate(p, f"DropoutGuide: {what} for site '{name}'")
-        if not isinstance(p, torch.Tensor):
-            return float(p)
-        batch = site["fn"].batch_shape
-        try:
-            fits = torch.broadcast_shapes(p.shape, batch) == batch
-        except RuntimeError:
-            fits = False
-        if not fits:
-            raise ValueError(
-                f"DropoutGuide: the {what} tensor for site '{name}' has shape {tuple(p.shape)}; it must "
-                f"broadcast to the site's batch shape {tuple(batch)}"
-            )
-        if self.concrete and not bool((p > 0).all()):
-            raise ValueError(f"DropoutGuide: learned rates for site '{name}' must start above 0")
-        return p.detach().clone()
+        return site_rate(self._rates, self.concrete, name, site, matrix)
 
     def _role(self, name: str, site: dict) -> _Role:
         fn = site["fn"]
@@ -203,10 +170,19 @@ class DropoutGuide(AutoGuide):
             if role.learn_p:
                 p0 = torch.as_tensor(role.p, dtype=init.dtype, device=init.device)
                 deep_setattr(self.rates, name, PyroParam(p0, constraints.unit_interval))
-        if isinstance(self._rates, Mapping):
-            unknown = sorted(set(self._rates) - set(self._roles))
+        if not self._roles:
+            raise ValueError("DropoutGuide: the model has no latent sample sites, so there is nothing to fit")
+        named = {
+            "dropout rates": set(self._rates) if isinstance(self._rates, Mapping) else set(),
+            "point_estimates": set(self.point_estimates),
+        }
+        for what, names in named.items():
+            unknown = sorted(names - set(self._roles))
             if unknown:
-                raise ValueError(f"DropoutGuide: dropout rates given for sites not in the model: {unknown}")
+                raise ValueError(
+                    f"DropoutGuide: {what} given for sites not in the model: {unknown} "
+                    f"(its latent sites: {sorted(self._roles)})"
+                )
 
     # --- the guide -------------------------------------------------------------------
     def _loc(self, name: str, role: _Role, plates: dict) -> torch.Tensor:

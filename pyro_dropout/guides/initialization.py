@@ -8,18 +8,11 @@ from typing import Any
 
 import torch
 from pyro.infer.autoguide.initialization import init_to_median
-from torch.distributions import Distribution, Independent, Normal
+from torch.distributions import Distribution, Normal
 
-from ..distributions import QuantisedGaussian
+from ..distributions import QuantisedGaussian, base_prior
 
 __all__ = ["base_prior", "init_to_fan_in", "init_to_glorot", "is_gaussian_prior"]
-
-
-def base_prior(fn: Distribution) -> Distribution:
-    """The distribution under any ``Independent`` (``.to_event``) wrappers."""
-    while isinstance(fn, Independent):
-        fn = fn.base_dist
-    return fn
 
 
 def is_gaussian_prior(fn: Distribution) -> bool:

@@ -2,14 +2,17 @@
 
 from .bbalpha import BBAlpha, log_mean_exp
 from .compiled_svi import CompiledSVI
+from .divergence import DivergenceError
 from .elbo import DropoutELBO, log_likelihood_sum
+from .inputs import check_finite_inputs
 from .predictions import Predictions
 from .predictive import predict, predict_chunks, predict_from_samples, predict_standard
-from .traces import check_finite_inputs, importance_trace, latent_penalty
+from .traces import importance_trace, latent_penalty
 
 __all__ = [
     "BBAlpha",
     "CompiledSVI",
+    "DivergenceError",
     "DropoutELBO",
     "Predictions",
     "check_finite_inputs",

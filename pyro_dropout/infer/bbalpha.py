@@ -11,10 +11,10 @@ from pyro.infer import ELBO
 from pyro.poutine.trace_struct import Trace
 
 from ..ops import log_mean_exp
+from .inputs import check_finite_inputs, check_not_empty
 from .traces import (
     PARTICLE_PLATE,
     DropoutTraceMixin,
-    check_finite_inputs,
     latent_penalty,
     likelihood_sites,
 )
@@ -98,9 +98,11 @@ class BBAlpha(DropoutTraceMixin, ELBO):
         per_example_masks: bool = False,
         **kwargs: Any,
     ) -> None:
-        if not (isinstance(alpha, int | float) and math.isfinite(alpha) and alpha > 0):
+        if isinstance(alpha, bool) or not (
+            isinstance(alpha, int | float) and math.isfinite(alpha) and alpha > 0
+        ):
             raise ValueError(f"BBAlpha: alpha must be a positive finite number, got {alpha!r}")
-        if not (isinstance(num_particles, int) and num_particles >= 1):
+        if isinstance(num_particles, bool) or not (isinstance(num_particles, int) and num_particles >= 1):
             raise ValueError(f"BBAlpha: num_particles must be a positive int, got {num_particles!r}")
         super().__init__(
             num_particles=num_particles,
@@ -135,6 +137,7 @@ class BBAlpha(DropoutTraceMixin, ELBO):
     def differentiable_loss(
         self, model: Callable, guide: Callable, *args: Any, **kwargs: Any
     ) -> torch.Tensor:
+        check_not_empty(args, kwargs)
         if self.check_finite:
             check_finite_inputs(args, kwargs)
         penalty, factors = self._particle_terms(model, guide, args, kwargs)

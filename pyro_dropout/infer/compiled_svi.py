@@ -12,10 +12,12 @@ import pyro
 import torch
 from pyro import poutine
 from pyro.infer import SVI
+from pyro.infer.util import is_validation_enabled
 from pyro.optim import PyroOptim
 from pyro.util import get_rng_state, set_rng_state
 
-from .traces import check_finite_inputs
+from .divergence import check_gradients, check_loss
+from .inputs import check_finite_inputs, check_not_empty
 
 __all__ = ["CompiledSVI"]
 
@@ -107,6 +109,7 @@ class CompiledSVI(SVI):
         self._optimizer: torch.optim.Optimizer | None = None
         self._compiled: dict[Hashable, Callable] = {}
         self._pending: dict[str, Any] | None = None  # a state to load once the parameters exist
+        self.steps = 0  # steps taken by this object (the step number in a divergence error)
 
     # --- set-up ----------------------------------------------------------------------
     def _setup(self, args: tuple, kwargs: dict) -> None:
@@ -181,6 +184,7 @@ class CompiledSVI(SVI):
     # --- the step --------------------------------------------------------------------
     def step(self, *args: Any, **kwargs: Any) -> float:
         """One optimisation step; returns the loss estimate before the update (a float)."""
+        check_not_empty(args, kwargs)
         self.setup(*args, **kwargs)
         assert self._optimizer is not None
         if getattr(self.objective, "check_finite", True):
@@ -189,10 +193,18 @@ class CompiledSVI(SVI):
             loss = self._compiled_loss(args, kwargs)(*args, **kwargs)
         else:
             loss = self.objective.differentiable_loss(self.model, self.guide, *args, **kwargs)
+        value = float(loss.detach())
+        self.steps += 1
+        if getattr(self.objective, "check_finite", True):  # before the update: the parameters stay finite
+            params = zip(self._names, cast(list, self._params), strict=True)
+            check_loss(value, f"CompiledSVI step {self.steps}", args, kwargs, params)
         loss.backward()
+        if getattr(self.objective, "check_finite", True) and is_validation_enabled():
+            params = zip(self._names, cast(list, self._params), strict=True)
+            check_gradients(f"CompiledSVI step {self.steps}", params, args, kwargs)
         self._optimizer.step()
         self._optimizer.zero_grad(set_to_none=True)
-        return float(loss.detach())
+        return value
 
     # --- saving and resuming ----------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

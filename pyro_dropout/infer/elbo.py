@@ -9,7 +9,8 @@ import torch
 from pyro.infer import TraceMeanField_ELBO
 from pyro.poutine.trace_struct import Trace
 
-from .traces import DropoutTraceMixin, check_finite_inputs, latent_penalty, likelihood_sites
+from .inputs import check_finite_inputs, check_not_empty
+from .traces import DropoutTraceMixin, latent_penalty, likelihood_sites
 
 __all__ = ["DropoutELBO", "log_likelihood_sum"]
 
@@ -62,7 +63,7 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
         per_example_masks: bool = False,
         **kwargs: Any,
     ) -> None:
-        if not (isinstance(num_particles, int) and num_particles >= 1):
+        if isinstance(num_particles, bool) or not (isinstance(num_particles, int) and num_particles >= 1):
             raise ValueError(f"DropoutELBO: num_particles must be a positive int, got {num_particles!r}")
         super().__init__(
             num_particles=num_particles,
@@ -86,6 +87,7 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
         self, model: Callable, guide: Callable, *args: Any, **kwargs: Any
     ) -> torch.Tensor:
         """The negative ELBO as a differentiable tensor."""
+        check_not_empty(args, kwargs)
         if self.check_finite:
             check_finite_inputs(args, kwargs)
         return -self._penalised_log_likelihood(model, guide, args, kwargs)

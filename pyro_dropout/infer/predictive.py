@@ -12,8 +12,9 @@ from pyro.poutine.trace_struct import Trace
 from pyro.poutine.util import prune_subsample_sites
 
 from .collect import DRAWS_PLATE, Buffers, fill
+from .inputs import check_finite_inputs, check_not_empty
 from .predictions import Predictions
-from .traces import Site, check_finite_inputs
+from .traces import Site
 
 __all__ = [
     "Predictions",
@@ -69,12 +70,13 @@ def _chunk_traces(
     device: torch.device | None,
 ) -> Iterator[tuple[int, int, Trace, Trace]]:
     """``(size, nesting, trace, latents)`` of each chunk of draws, vectorised over the draws."""
-    if not (isinstance(num_samples, int) and num_samples >= 1):
+    if isinstance(num_samples, bool) or not (isinstance(num_samples, int) and num_samples >= 1):
         raise ValueError(f"num_samples must be a positive int, got {num_samples!r}")
     chunk = num_samples if chunk_size is None else chunk_size
-    if not (isinstance(chunk, int) and chunk >= 1):
+    if isinstance(chunk, bool) or not (isinstance(chunk, int) and chunk >= 1):
         raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
     args, kwargs = _to_device(args, kwargs, device)
+    check_not_empty(args, kwargs)
     check_finite_inputs(args, kwargs)
     with torch.no_grad(), poutine.block():
         # the structure (plates, shapes) from one posterior draw, not from the prior, whose
@@ -91,13 +93,29 @@ def _chunk_traces(
         yield size, nesting, prune_subsample_sites(trace), latents
 
 
+def _wanted(return_sites: Iterable[str] | None) -> set[str] | None:
+    if return_sites is None:
+        return None
+    if isinstance(return_sites, str) or not all(isinstance(n, str) for n in return_sites):
+        raise TypeError(f"return_sites must be a list of site names, got {return_sites!r}")
+    return set(return_sites)
+
+
+def _check_wanted(wanted: set[str] | None, trace: Trace) -> None:
+    sites = [n for n, site in trace.nodes.items() if site["type"] == "sample"]
+    unknown = sorted((wanted or set()) - set(sites))
+    if unknown:
+        raise ValueError(f"return_sites names sites the model does not have: {unknown} (its sites: {sites})")
+
+
 def _predict(
     traces: Iterator[tuple[int, int, Trace, Trace]], num_samples: int, return_sites: Iterable[str] | None
 ) -> Predictions:
-    wanted = None if return_sites is None else set(return_sites)
+    wanted = _wanted(return_sites)
     out = Predictions()
     buffers = Buffers(num_samples)
     for size, nesting, trace, latents in traces:
+        _check_wanted(wanted, trace)
         fill(out, buffers, trace, latents, wanted, nesting, size)
     for (group, name), tensor in buffers.tensors.items():
         getattr(out, group)[name] = tensor
@@ -107,8 +125,9 @@ def _predict(
 def _chunked(
     traces: Iterator[tuple[int, int, Trace, Trace]], return_sites: Iterable[str] | None
 ) -> Iterator[Predictions]:
-    wanted = None if return_sites is None else set(return_sites)
+    wanted = _wanted(return_sites)
     for size, nesting, trace, latents in traces:
+        _check_wanted(wanted, trace)
         out, buffers = Predictions(), Buffers(size)
         fill(out, buffers, trace, latents, wanted, nesting, size)
         for (group, name), tensor in buffers.tensors.items():

@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Any, cast
 
+import pyro
 import torch
 from pyro import poutine
 from pyro.distributions.util import scale_and_mask
@@ -15,9 +16,10 @@ from pyro.poutine.util import prune_subsample_sites
 from pyro.util import check_model_guide_match, check_site_shape, warn_if_nan
 from torch.distributions import kl_divergence
 
-from ..distributions import MaskedWeight
-from ..guides import base_prior
+from ..distributions import MaskedWeight, base_prior
 from ..nn import masking
+from .divergence import check_gradients, check_loss
+from .inputs import check_finite_inputs, has_non_finite
 
 __all__ = [
     "PARTICLE_PLATE",
@@ -30,26 +32,6 @@ __all__ = [
 
 PARTICLE_PLATE = "num_particles_vectorized"  # the name Pyro gives its particle plate
 Site = Any  # a node of a Pyro trace (``pyro.poutine.runtime.Message``)
-
-
-def has_non_finite(value: Any) -> bool:
-    """True when a floating tensor holds NaN or inf. One float64 reduction: NaN and inf
-    survive a sum; only a sum of huge finite values can overflow, and is then checked exactly."""
-    if not (isinstance(value, torch.Tensor) and value.is_floating_point()):
-        return False
-    if bool(torch.isfinite(value.sum(dtype=torch.float64))):
-        return False
-    return not bool(torch.isfinite(value).all())
-
-
-def check_finite_inputs(args: tuple, kwargs: dict) -> None:
-    """Raise ``ValueError`` naming the first model argument that holds NaN or inf."""
-    for i, value in enumerate(args):
-        if has_non_finite(value):
-            raise ValueError(f"model argument {i} (shape {tuple(value.shape)}) contains NaN or inf")
-    for key, value in kwargs.items():
-        if has_non_finite(value):
-            raise ValueError(f"model argument '{key}' (shape {tuple(value.shape)}) contains NaN or inf")
 
 
 def _is_likelihood(name: str, site: Site) -> bool:
@@ -74,6 +56,23 @@ def _check_likelihood_site(name: str, site: Site, max_plate_nesting: float) -> N
             "pyro_dropout.nn.Linear or pyro_dropout.nn.functional.linear, which drop it"
         )
     check_site_shape(site, cast(int, max_plate_nesting))  # Pyro's check also takes inf
+    _check_observation_fills_its_plates(name, site)
+
+
+def _check_observation_fills_its_plates(name: str, site: Site) -> None:
+    """An observed value with size 1 in a data plate's dim would be broadcast over every point
+    of the plate: one target for all the data, silently (a ``y`` of length 1, say)."""
+    value, event_dim = site["value"], site["fn"].event_dim
+    for frame in site["cond_indep_stack"]:
+        if not frame.vectorized or frame.dim is None or frame.size <= 1 or frame.name == PARTICLE_PLATE:
+            continue
+        dim = frame.dim - event_dim
+        if value.dim() >= -dim and value.shape[dim] == 1:
+            raise ValueError(
+                f"at site '{name}', the observed value has shape {tuple(value.shape)}: size 1 where the "
+                f"plate '{frame.name}' has {frame.size} elements, so one value would stand for all of "
+                "them; give one observation per element (e.g. y of the same length as x)"
+            )
 
 
 def importance_trace(
@@ -217,10 +216,17 @@ class DropoutTraceMixin:
         return value
 
     def loss_and_grads(self, model: Callable, guide: Callable, *args: Any, **kwargs: Any) -> float:
-        """The loss estimate; also back-propagates it into the parameters."""
+        """The loss estimate; also back-propagates it into the parameters. A loss that is not
+        finite raises (with ``check_finite``) before any gradient reaches the parameters."""
         loss = self.differentiable_loss(model, guide, *args, **kwargs)
+        if self.check_finite:
+            params = pyro.get_param_store().named_parameters()
+            check_loss(float(loss.detach()), type(self).__name__, args, kwargs, params)
         if loss.requires_grad:
             loss.backward(retain_graph=self.retain_graph)
+            if self.check_finite and is_validation_enabled():  # a finite loss, but the update would not be
+                params = pyro.get_param_store().named_parameters()
+                check_gradients(type(self).__name__, params, args, kwargs)
         value = torch_item(loss)
         warn_if_nan(value, "loss")
         return value

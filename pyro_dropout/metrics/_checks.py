@@ -31,6 +31,8 @@ def check_probs(probs: object, what: str = "probs", draws: bool = True) -> torch
         raise ValueError(f"{what}: expected shape {layout}, got {tuple(p.shape)}")
     if not p.is_floating_point():
         raise ValueError(f"{what}: expected probabilities (floats), got dtype {p.dtype}")
+    if p.shape[-2] == 0 or p.shape[-1] == 0:
+        raise ValueError(f"{what}: no points (shape {tuple(p.shape)}): a score of nothing is undefined")
     if bool((p < 0).any()) or bool((p > 1).any()):
         raise ValueError(f"{what}: probabilities must lie in [0, 1]")
     total = p.sum(-1)
@@ -59,6 +61,8 @@ def check_draws(draws: object, what: str, min_draws: int = 1) -> torch.Tensor:
     d = check_finite(as_tensor(draws, what), what)
     if d.dim() < 2:
         raise ValueError(f"{what}: expected draws [T, N, ...] (draws first), got shape {tuple(d.shape)}")
+    if d.shape[1] == 0:
+        raise ValueError(f"{what}: no points (shape {tuple(d.shape)}): a score of nothing is undefined")
     if d.shape[0] < min_draws:
         raise ValueError(f"{what}: needs at least {min_draws} draws to estimate a variance, got {d.shape[0]}")
     return d

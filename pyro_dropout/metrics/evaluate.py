@@ -15,6 +15,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from ..infer.divergence import DivergenceError, diagnose
 from ..infer.predictions import Predictions
 from ..infer.predictive import predict_chunks, predict_standard
 from .classification import brier_score, reliability_diagram
@@ -30,7 +31,7 @@ class _Regression:
     def __init__(self, pred: Predictions, name: str, pair_rolls: int) -> None:
         if name not in pred.observed or name not in pred.log_likelihood:
             raise ValueError(f"site '{name}' has no observations: pass the targets to evaluate()")
-        self.y = pred.observed[name]
+        self.y = pred.observed[name].to(pred.means[name].dtype)  # integer targets are numbers too
         self.scores, self.log_lik, self.rolls = GaussianMixtureScores(self.y), LogMeanExp(), pair_rolls
 
     def update(self, pred: Predictions, name: str) -> None:
@@ -120,10 +121,10 @@ def evaluate(
         report = evaluate(model, guide, x_test, y_test)
         print(report)            # RMSE, test LL, CRPS, coverage ... or accuracy, NLL, ECE ...
     """
-    if not (isinstance(num_samples, int) and num_samples >= 1):
+    if isinstance(num_samples, bool) or not (isinstance(num_samples, int) and num_samples >= 1):
         raise ValueError(f"evaluate: num_samples must be a positive int, got {num_samples!r}")
     chunk = num_samples if chunk_size is None else chunk_size
-    if not (isinstance(chunk, int) and chunk >= 1):
+    if isinstance(chunk, bool) or not (isinstance(chunk, int) and chunk >= 1):
         raise ValueError(f"evaluate: chunk_size must be a positive int or None, got {chunk_size!r}")
     rolls = max(1, math.ceil(crps_pairs / num_samples))
     scores: _Regression | _Classification | None = None
@@ -138,4 +139,14 @@ def evaluate(
         scores.update(pred, name)
     assert scores is not None
     standard = predict_standard(model, guide, *args, **kwargs) if hasattr(guide, "median") else None
-    return scores.report(standard, name)
+    return _finite(scores.report(standard, name), args, kwargs)
+
+
+def _finite(report: Any, args: tuple, kwargs: dict) -> Any:
+    """The report, if its headline scores are finite; else an error saying why they are not."""
+    headline = ("rmse", "test_ll") if isinstance(report, RegressionReport) else ("accuracy", "nll")
+    values = {k: getattr(report, k) for k in headline}
+    if all(math.isfinite(v) for v in values.values()):
+        return report
+    shown = ", ".join(f"{k}={v}" for k, v in values.items())
+    raise DivergenceError(f"evaluate: the scores are not finite ({shown}); {diagnose(args, kwargs, [])}")

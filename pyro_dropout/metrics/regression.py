@@ -76,6 +76,8 @@ def rmse(mean: object, y: object) -> float:
     target = check_finite(as_tensor(y, "y"), "y").to(m.dtype)
     if m.shape != target.shape:
         raise ValueError(f"mean has shape {tuple(m.shape)} but y has shape {tuple(target.shape)}")
+    if m.numel() == 0:
+        raise ValueError("rmse: no points: a score of nothing is undefined")
     return float((m - target).pow(2).mean().sqrt())
 
 

@@ -24,7 +24,7 @@ from pyro.poutine.runtime import get_plates
 
 from .masking import input_mask_for
 
-__all__ = ["conv2d", "linear", "strip_plate_slots"]
+__all__ = ["check_dtypes", "conv2d", "linear", "strip_plate_slots"]
 
 
 def strip_plate_slots(t: torch.Tensor, core_dim: int) -> torch.Tensor:
@@ -43,6 +43,16 @@ def strip_plate_slots(t: torch.Tensor, core_dim: int) -> torch.Tensor:
     if keep == len(batch):
         return t
     return t.reshape(batch[:keep] + t.shape[t.dim() - core_dim :])
+
+
+def check_dtypes(what: str, x: torch.Tensor, weight: torch.Tensor) -> None:
+    """A clear error when the inputs' dtype is not the weights' (integer data, or float32 data for a
+    float64 model): torch's own says only 'mat1 and mat2 must have the same dtype'."""
+    if x.dtype != weight.dtype:
+        raise TypeError(
+            f"{what}: the input has dtype {x.dtype} but the layer's weights are {weight.dtype}; "
+            f"convert the data with x.to({weight.dtype}) (or the model with model.to({x.dtype}))"
+        )
 
 
 def _batch_shape(what: str, *shapes: torch.Size) -> torch.Size:
@@ -66,6 +76,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     """
     if weight.dim() < 2:
         raise ValueError(f"linear: weight must be at least 2-d [out, in], got shape {tuple(weight.shape)}")
+    check_dtypes("linear", x, weight)
     if x.shape[-1] != weight.shape[-1]:
         raise ValueError(
             f"linear: input has {x.shape[-1]} features (shape {tuple(x.shape)}) but the weight of "
@@ -113,6 +124,7 @@ def conv2d(
     All draws run as one grouped convolution. Under per-example masks
     (:mod:`pyro_dropout.nn.masking`) the input channels of each image are masked.
     """
+    check_dtypes("conv2d", x, weight)
     if x.dim() < 4 or weight.dim() < 4:
         raise ValueError(
             f"conv2d: expected x [..., N, C, H, W] and weight [..., out, in, kh, kw], got "

@@ -174,6 +174,7 @@ class Conv2d(_BayesianLayer):
         prior: str = "quantised",
     ) -> None:
         super().__init__()
+        _check_conv_sizes(in_channels, out_channels, kernel_size, stride, dilation, groups)
         if in_channels % groups or out_channels % groups:
             raise ValueError(
                 f"Conv2d: channels ({in_channels}, {out_channels}) not divisible by groups={groups}"
@@ -189,3 +190,21 @@ class Conv2d(_BayesianLayer):
 
     def extra_repr(self) -> str:
         return f"{self.in_channels}, {self.out_channels}, kernel_size={self.weight_shape[2:]}"
+
+
+def _check_conv_sizes(
+    in_channels: int, out_channels: int, kernel_size: object, stride: object, dilation: object, groups: int
+) -> None:
+    """Whole positive sizes for a convolution (else oneDNN's 'primitive descriptor' error)."""
+    sizes = {
+        "in_channels": in_channels,
+        "out_channels": out_channels,
+        "groups": groups,
+        "kernel_size": kernel_size,
+        "stride": stride,
+        "dilation": dilation,
+    }
+    for name, value in sizes.items():
+        items = value if isinstance(value, tuple) else (value,)
+        if not items or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in items):
+            raise ValueError(f"Conv2d: {name} must be a positive whole number (or a pair), got {value!r}")

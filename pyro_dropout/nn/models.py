@@ -58,6 +58,16 @@ def _per_layer(
     return out
 
 
+def _check_sizes(in_features: int, out_features: int, hidden: Sequence[int]) -> None:
+    for name, value in (("in_features", in_features), ("out_features", out_features)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"MLP: {name} must be a positive int, got {value!r}")
+    if isinstance(hidden, int | str) or any(
+        isinstance(h, bool) or not isinstance(h, int) or h < 1 for h in hidden
+    ):
+        raise ValueError(f"MLP: hidden must be a sequence of positive ints (widths), got {hidden!r}")
+
+
 class MLP(PyroModule):
     r"""A fully connected Bayesian network with a likelihood, ready for :class:`DropoutGuide`.
 
@@ -115,6 +125,7 @@ class MLP(PyroModule):
         runs: int | None = None,
     ) -> None:
         super().__init__()
+        _check_sizes(in_features, out_features, hidden)
         if likelihood not in ("normal", "heteroscedastic", "categorical"):
             raise ValueError(f"MLP: unknown likelihood {likelihood!r}")
         if activation not in _ACTIVATIONS:

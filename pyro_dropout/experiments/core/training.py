@@ -10,6 +10,7 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
+from ...infer import DivergenceError
 from .checkpoint import TrainingCheckpoint
 
 __all__ = ["Standardiser", "train_runs"]
@@ -64,6 +65,16 @@ def _resume(checkpoint: TrainingCheckpoint, x: torch.Tensor, y: torch.Tensor, ep
 
 
 def _epoch(
+    step: Callable[..., float], x: torch.Tensor, y: torch.Tensor, batch: int, g: torch.Generator, where: str
+) -> float:
+    """One epoch's mean loss; a divergence names ``where`` (the training and the epoch)."""
+    try:
+        return _steps(step, x, y, batch, g)
+    except DivergenceError as e:
+        raise DivergenceError(f"{where}: {e}") from None
+
+
+def _steps(
     step: Callable[..., float], x: torch.Tensor, y: torch.Tensor, batch: int, g: torch.Generator
 ) -> float:
     runs, n = x.shape[:2]
@@ -129,7 +140,7 @@ def train_runs(
         mininterval=2.0,
     )
     for _ in bar:
-        history.append(_epoch(step, x, y, batch_size, g))
+        history.append(_epoch(step, x, y, batch_size, g, f"{desc}, epoch {len(history) + 1} of {epochs}"))
         due = len(history) == epochs or time.monotonic() - last_saved >= getattr(checkpoint, "every", 0.0)
         if checkpoint is not None and due:
             _save(checkpoint, g, history, time.monotonic() - start, epochs, desc)

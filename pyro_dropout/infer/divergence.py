@@ -1,0 +1,77 @@
+r"""Divergence: a loss that is no longer finite stops training at the step where it happens,
+with what went wrong (non-finite parameters, inputs too large for the model's dtype, or a loss
+that overflowed on its own), instead of training on NaN parameters."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+
+from .inputs import has_non_finite, named_inputs
+
+__all__ = ["DivergenceError", "check_gradients", "check_loss", "diagnose"]
+
+
+class DivergenceError(ValueError):
+    """The loss became NaN or infinite; the message says where and what is not finite."""
+
+
+def _too_large(value: Any) -> float | None:
+    """The largest magnitude in a floating tensor if its square overflows the tensor's dtype."""
+    if not (isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel()):
+        return None
+    biggest = float(value.detach().abs().max())
+    return biggest if biggest > math.sqrt(torch.finfo(value.dtype).max) else None
+
+
+def diagnose(args: tuple, kwargs: dict, params: Iterable[tuple[str, torch.Tensor]]) -> str:
+    """Why a loss is not finite: the parameters that are not, else the inputs too large to square."""
+    params = list(params)
+    for what, test in (("holding NaN or inf", has_non_finite), ("too large to square", _too_large)):
+        bad = [name for name, value in params if test(value)]
+        if bad:
+            shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+            return f"parameters {what}: {shown} (the steps before diverged: lower the learning rate)"
+    for what, value in named_inputs(args, kwargs):
+        biggest = _too_large(value)
+        if biggest is not None:
+            return (
+                f"{what} holds values up to {biggest:.3g}, too large to square in {value.dtype}: "
+                "standardise the data (or use float64)"
+            )
+    return (
+        "the parameters and inputs are finite, so the loss overflowed on its own (a learning rate too "
+        "large, or a variance that collapsed): lower the learning rate"
+    )
+
+
+def check_loss(
+    value: float, where: str, args: tuple, kwargs: dict, params: Iterable[tuple[str, torch.Tensor]]
+) -> None:
+    """Raise :class:`DivergenceError` naming ``where`` unless ``value`` is finite."""
+    if not math.isfinite(value):
+        raise DivergenceError(f"{where}: the loss is {value}; {diagnose(args, kwargs, params)}")
+
+
+def check_gradients(
+    where: str, params: Iterable[tuple[str, torch.Tensor]], args: tuple, kwargs: dict
+) -> None:
+    """Raise :class:`DivergenceError` naming the parameters whose gradient holds NaN or inf
+    (one float64 reduction when all are finite). Their gradients are cleared first, so that a
+    caller who goes on starts from clean gradients; the update is not applied."""
+    named = [(name, p) for name, p in params if p.grad is not None]
+    if not named:
+        return
+    total = torch.stack([p.grad.sum(dtype=torch.float64) for _, p in named]).sum()  # type: ignore[union-attr]
+    if bool(torch.isfinite(total)):
+        return
+    bad = [name for name, p in named if has_non_finite(p.grad)]
+    for _, p in named:
+        p.grad = None
+    if bad:
+        shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+        why = diagnose(args, kwargs, [])
+        raise DivergenceError(f"{where}: the gradient is not finite for {shown}; {why}")

@@ -1,0 +1,72 @@
+"""Bad arguments to DropoutGuide get a clear error naming them (each a silent wrong answer or a
+raw torch error before)."""
+
+import pyro
+import pyro.distributions as dist
+import pytest
+import torch
+
+from pyro_dropout import DropoutGuide
+from pyro_dropout.nn import MLP
+
+
+def _set_up(guide, model):
+    x, y = torch.randn(4, 3), torch.randn(4)
+    guide(x, y)
+    return model
+
+
+def test_point_estimates_must_name_sites_of_the_model():
+    model = MLP(3, hidden=(5,))
+    # a string was read as characters ("h", "i", ...) and the site kept its dropout
+    with pytest.raises(
+        TypeError, match=r"point_estimates must be a list of site names.*write \['hidden.0.weight'\]"
+    ):
+        DropoutGuide(model, point_estimates="hidden.0.weight")
+    guide = DropoutGuide(model, point_estimates=["hidden.0.wieght"])  # a typo was ignored
+    with pytest.raises(
+        ValueError, match=r"point_estimates given for sites not in the model: \['hidden.0.wieght'\]"
+    ):
+        _set_up(guide, model)
+    guide = DropoutGuide(MLP(3, hidden=(5,)), point_estimates=["hidden.0.weight"])
+    _set_up(guide, model)
+    assert (
+        "hidden.0.weight" not in guide.dropout_rates() or float(guide.dropout_rates()["hidden.0.weight"]) == 0
+    )
+
+
+@pytest.mark.parametrize("bad", [None, "0.1", [0.1], True])
+def test_a_rate_that_is_not_a_number_is_named(bad):
+    with pytest.raises(
+        TypeError, match=r"DropoutGuide: dropout: a dropout probability must be a number or a tensor"
+    ):
+        DropoutGuide(MLP(3), dropout=bad)
+
+
+@pytest.mark.parametrize("bad", ["0.1", [0.1], None])
+def test_a_callable_returning_a_non_number_is_named_with_its_site(bad):
+    guide = DropoutGuide(MLP(3, hidden=(5,)), dropout=lambda name, site: bad)
+    with pytest.raises(TypeError, match=r"dropout for site 'hidden.0.weight': a dropout probability must be"):
+        _set_up(guide, None)
+
+
+def test_a_rate_that_rounds_to_one_in_the_models_dtype_is_refused():
+    """1 - 1e-9 passes the < 1 check in float64 but is 1.0 in a float32 model (NaN weights)."""
+    rate = torch.tensor(1 - 1e-9, dtype=torch.float64)
+    guide = DropoutGuide(MLP(3, hidden=(5,)), dropout=rate)
+    with pytest.raises(ValueError, match=r"rounds to 1 in the model's torch.float32"):
+        _set_up(guide, None)
+    torch.set_default_dtype(torch.float64)  # the same rate is fine in a float64 model
+    model = MLP(3, hidden=(5,))
+    guide = DropoutGuide(model, dropout=rate)
+    guide(torch.randn(4, 3), torch.randn(4))
+
+
+def test_a_model_with_no_latent_sites_is_refused():
+    def model(x, y=None):
+        with pyro.plate("data", x.shape[0]):
+            pyro.sample("obs", dist.Normal(x[:, 0], 1.0), obs=y)
+
+    guide = DropoutGuide(model)
+    with pytest.raises(ValueError, match="the model has no latent sample sites, so there is nothing to fit"):
+        guide(torch.randn(4, 3), torch.randn(4))

@@ -1,0 +1,85 @@
+"""Bad arguments to the losses, CompiledSVI, predict and evaluate get a clear error naming them."""
+
+import pyro
+import pyro.distributions as dist
+import pytest
+import torch
+from pyro.infer import SVI
+
+from pyro_dropout import BBAlpha, CompiledSVI, DropoutELBO, DropoutGuide, evaluate, predict
+from pyro_dropout.nn import MLP, Linear
+
+
+def _fitted():
+    model = MLP(3, hidden=(5,))
+    guide = DropoutGuide(model)
+    guide(torch.randn(4, 3), torch.randn(4))
+    return model, guide
+
+
+EMPTY = (torch.zeros(0, 3), torch.zeros(0))
+
+
+@pytest.mark.parametrize("loss", [DropoutELBO(), BBAlpha(0.5, num_particles=3)], ids=["elbo", "bbalpha"])
+@pytest.mark.parametrize("svi_class", [SVI, CompiledSVI])
+def test_an_empty_batch_is_named_in_training(loss, svi_class):
+    """Before: ZeroDivisionError 'size cannot be zero' from Pyro's plate code."""
+    model = MLP(3, hidden=(5,))
+    svi = svi_class(model, DropoutGuide(model), pyro.optim.Adam({"lr": 1e-2}), loss)
+    with pytest.raises(ValueError, match=r"model argument 0 has shape \(0, 3\): an empty batch"):
+        svi.step(*EMPTY)
+
+
+def test_an_empty_batch_is_named_in_prediction():
+    model, guide = _fitted()
+    with pytest.raises(ValueError, match=r"model argument 0 has shape \(0, 3\): an empty batch"):
+        predict(model, guide, EMPTY[0], num_samples=3)
+    with pytest.raises(ValueError, match=r"model argument 0 has shape \(0, 3\): an empty batch"):
+        evaluate(model, guide, *EMPTY, num_samples=3)
+
+
+def test_return_sites_must_name_sites_of_the_model():
+    model, guide = _fitted()
+    x = torch.randn(4, 3)
+    # before: no samples and no error for both
+    with pytest.raises(TypeError, match=r"return_sites must be a list of site names, got 'obs'"):
+        predict(model, guide, x, num_samples=3, return_sites="obs")
+    with pytest.raises(ValueError, match=r"return_sites names sites the model does not have: \['nope'\]"):
+        predict(model, guide, x, num_samples=3, return_sites=["nope"])
+    assert predict(model, guide, x, num_samples=3, return_sites=["obs"])["obs"].shape == (3, 4)
+
+
+@pytest.mark.parametrize("kwargs", [{"num_samples": True}, {"chunk_size": True}, {"num_samples": 2.0}])
+def test_counts_must_be_whole_numbers_not_booleans(kwargs):
+    model, guide = _fitted()
+    with pytest.raises(ValueError, match=r"(num_samples|chunk_size) must be a positive int"):
+        predict(model, guide, torch.randn(4, 3), **kwargs)
+    with pytest.raises(ValueError, match=r"(num_samples|chunk_size) must be a positive int"):
+        evaluate(model, guide, torch.randn(4, 3), torch.randn(4), **kwargs)
+
+
+class _Net(pyro.nn.PyroModule):
+    """A model written as Pyro's tutorials write one: the data plate sized by x."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = Linear(3, 1)
+
+    def forward(self, x, y=None):
+        mu = self.fc(x).squeeze(-1)
+        with pyro.plate("data", x.shape[-2]):
+            return pyro.sample("obs", dist.Normal(mu, 0.1), obs=y)
+
+
+@pytest.mark.parametrize("loss", [DropoutELBO(), BBAlpha(0.5, num_particles=3)], ids=["elbo", "bbalpha"])
+def test_one_target_for_many_points_is_refused(loss):
+    """A y of length 1 was broadcast over all points with no error."""
+    model = _Net()
+    svi = SVI(model, DropoutGuide(model, dropout={"fc.weight": 0.1}), pyro.optim.Adam({"lr": 1e-2}), loss)
+    x = torch.randn(8, 3)
+    svi.step(x, torch.randn(8))
+    with pytest.raises(
+        ValueError,
+        match=r"at site 'obs', the observed value has shape \(1,\): size 1 where the plate 'data' has 8",
+    ):
+        svi.step(x, torch.randn(1))
