@@ -22,7 +22,7 @@ from torch.distributions import constraints
 
 from ..distributions import BernoulliDropout, ConcreteDropout
 from .initialization import base_prior, init_to_fan_in, is_gaussian_prior
-from .rates import DropoutSpec, Rate, check_spec, site_rate
+from .rates import DropoutSpec, Rate, check_spec, site_rate, warn_about_masks
 
 __all__ = ["DropoutGuide", "DropoutSpec"]
 
@@ -69,6 +69,10 @@ class DropoutGuide(AutoGuide):
         called for each weight tensor. Used only when ``concrete=False``. A rate may be a
         tensor broadcasting to the site's batch shape, e.g. one rate per run ``[R, 1]``
         for a site in a plate of runs (:class:`~pyro_dropout.nn.MLP` with ``runs=R``).
+        Not given (``None``): each site's declared rate (``pyro.sample(..., infer={"dropout": p})``,
+        or a layer's ``Linear(..., dropout=p)``), else 0.1 for a weight, except a weight with a
+        single input unit, which gets 0 (masking a network's only input makes a fraction p of
+        the draws constant functions); a rate given here overrides the sites'.
     :param concrete: learn ``p`` per site with Concrete masks.
     :param temperature: Concrete relaxation temperature, > 0 (default 0.1 as in [2]).
     :param init_dropout: initial ``p`` for ``concrete=True``, in the same forms as
@@ -87,18 +91,18 @@ class DropoutGuide(AutoGuide):
     def __init__(
         self,
         model: Callable,
-        dropout: DropoutSpec = 0.1,
+        dropout: DropoutSpec | None = None,
         *,
         concrete: bool = False,
         temperature: float = 0.1,
-        init_dropout: DropoutSpec = 0.1,
+        init_dropout: DropoutSpec | None = None,
         point_estimates: tuple[str, ...] | list[str] = (),
         init_loc_fn: Callable = init_to_fan_in,
         create_plates: Callable | None = None,
     ) -> None:
         if not (isinstance(temperature, int | float) and math.isfinite(temperature) and temperature > 0):
             raise ValueError(f"DropoutGuide: temperature must be a positive float, got {temperature!r}")
-        if concrete and not (isinstance(dropout, float) and dropout == 0.1):
+        if concrete and dropout is not None:
             raise ValueError(
                 "DropoutGuide: concrete=True learns p; give its starting values with init_dropout= "
                 "(dropout= sets the fixed rates of Bernoulli masks)"
@@ -120,7 +124,7 @@ class DropoutGuide(AutoGuide):
         self._roles: dict[str, _Role] = {}
         super().__init__(InitMessenger(init_loc_fn)(model), create_plates=create_plates)
         # set after the module is initialised: a tensor rate is a plain attribute, not a buffer
-        self._rates: DropoutSpec = init_dropout if concrete else dropout
+        self._rates: DropoutSpec | None = init_dropout if concrete else dropout
 
     # --- set-up ----------------------------------------------------------------------
     def _rate(self, name: str, site: dict, matrix: bool) -> Rate:
@@ -183,6 +187,7 @@ class DropoutGuide(AutoGuide):
                     f"DropoutGuide: {what} given for sites not in the model: {unknown} "
                     f"(its latent sites: {sorted(self._roles)})"
                 )
+        warn_about_masks(self.prototype_trace, self._roles, self.concrete, self._rates is None)
 
     # --- the guide -------------------------------------------------------------------
     def _loc(self, name: str, role: _Role, plates: dict) -> torch.Tensor:
@@ -228,7 +233,8 @@ class DropoutGuide(AutoGuide):
     def _require_setup(self) -> None:
         if self.prototype_trace is None:
             raise RuntimeError(
-                "DropoutGuide: call the guide (or run an SVI step) once before asking for values"
+                "DropoutGuide: call the guide once with the training arguments, observations included "
+                "(guide(x, y)), or run an SVI step, before asking for values"
             )
 
     @torch.no_grad()

@@ -2,21 +2,34 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
 
-from ..distributions import validate_dropout_rate
+from ..distributions import mask_dim_for, validate_dropout_rate
 
-__all__ = ["DropoutSpec", "Rate", "check_spec", "site_rate"]
+__all__ = [
+    "DEFAULT_RATE",
+    "DropoutSpec",
+    "Rate",
+    "check_spec",
+    "default_rate",
+    "site_rate",
+    "warn_about_masks",
+]
+
+DEFAULT_RATE = 0.1  # a weight's drop probability when neither the guide nor the site gives one
 
 Rate = float | torch.Tensor
 DropoutSpec = float | torch.Tensor | Mapping[str, Rate] | Callable[[str, Any], Rate]
 
 
-def check_spec(spec: DropoutSpec, what: str) -> None:
+def check_spec(spec: DropoutSpec | None, what: str) -> None:
     """Check the rates of a spec that are known before the model runs (a dict's, a number)."""
+    if spec is None:
+        return
     if isinstance(spec, Mapping):
         for name, p in spec.items():
             validate_dropout_rate(p, f"DropoutGuide: {what} for site '{name}'")
@@ -24,11 +37,30 @@ def check_spec(spec: DropoutSpec, what: str) -> None:
         validate_dropout_rate(spec, f"DropoutGuide: {what}")
 
 
-def site_rate(spec: DropoutSpec, concrete: bool, name: str, site: dict, matrix: bool) -> Rate:
+def default_rate(site: dict, matrix: bool) -> Rate:
+    """A site's rate when the guide is given none: the site's own (``infer={"dropout": p}``, or a
+    layer's ``dropout=``), else :data:`DEFAULT_RATE` for a weight, except a weight with a single
+    input unit (a network on 1-d inputs), which gets 0: masking its only input would make a
+    fraction p of the draws constant functions. Vectors (biases) get 0."""
+    declared = site["infer"].get("dropout")
+    if declared is not None:
+        return declared
+    if not matrix:
+        return 0.0
+    fn = site["fn"]
+    units = fn.event_shape[mask_dim_for(fn.event_dim)]
+    return 0.0 if units == 1 else DEFAULT_RATE
+
+
+def site_rate(spec: DropoutSpec | None, concrete: bool, name: str, site: dict, matrix: bool) -> Rate:
     """The rate of site ``name`` from a ``dropout`` / ``init_dropout`` spec, checked against the
     site (a tensor must broadcast to its batch shape; a rate must be below 1 in its dtype)."""
     what = "init_dropout" if concrete else "dropout"
-    if isinstance(spec, Mapping):
+    if spec is None:
+        p = default_rate(site, matrix)
+        if isinstance(p, int | float) and not isinstance(p, bool) and p == 0:
+            return 0.0
+    elif isinstance(spec, Mapping):
         if name in spec:
             p = spec[name]
         elif matrix:
@@ -58,3 +90,36 @@ def site_rate(spec: DropoutSpec, concrete: bool, name: str, site: dict, matrix: 
     if concrete and not bool((p > 0).all()):
         raise ValueError(f"DropoutGuide: learned rates for site '{name}' must start above 0")
     return p.detach().clone()
+
+
+def _unplated_dims(site: dict) -> int:
+    """Batch dims of a site not made by a plate: dims a weight declared ``.to_event(1)`` leaves."""
+    plated = {f.dim for f in site["cond_indep_stack"] if f.vectorized and f.dim is not None}
+    batch = site["fn"].batch_shape
+    return sum(1 for i in range(-len(batch), 0) if i not in plated and batch[i] > 1)
+
+
+def warn_about_masks(trace: Any, roles: Mapping[str, Any], concrete: bool, defaults: bool) -> None:
+    """Warn, naming them, about weight-like sites the guide leaves unmasked because of how they
+    are declared (a matrix with ``.to_event(1)``: its rows look like a batch), and when the
+    default rates (``defaults``: none given) mask no site at all (every draw the same function)."""
+    for name, site in trace.iter_stochastic_nodes():
+        role = roles[name]
+        if role.masked and role.event_dim < 2 and _unplated_dims(site):
+            warnings.warn(
+                f"DropoutGuide: site '{name}' has shape {tuple(site['value'].shape)} with event_dim "
+                f"{role.event_dim}: a weight matrix declared .to_event({role.event_dim}) gets no dropout; "
+                "declare it .to_event(2) (rows = outputs, columns = inputs) to mask its inputs",
+                stacklevel=3,
+            )
+    weights = [r for r in roles.values() if r.masked and r.event_dim >= 2]
+    if defaults and not concrete and weights and all(_is_zero(r.p) for r in weights):
+        warnings.warn(
+            "DropoutGuide: the default rates mask no site (no weight with more than one input unit), so "
+            "every draw is the same function: give dropout= or declare rates on the weights",
+            stacklevel=3,
+        )
+
+
+def _is_zero(p: Rate) -> bool:
+    return bool((torch.as_tensor(p) == 0).all())

@@ -8,13 +8,14 @@ from typing import Any
 
 import pyro.distributions as dist
 import torch
+from pyro import poutine
 from pyro.distributions.torch_distribution import TorchDistributionMixin
 from pyro.nn import PyroModule, PyroSample
 
-from ..distributions import QuantisedGaussian
+from ..distributions import QuantisedGaussian, validate_dropout_rate
 from .functional import conv2d, linear
 
-__all__ = ["Conv2d", "Linear", "prior_scale_from_length_scale", "sample_site"]
+__all__ = ["Conv2d", "Linear", "declared_rate", "prior_scale_from_length_scale", "sample_site"]
 
 
 def sample_site(prior: Callable[[Any], Any]) -> Any:
@@ -30,6 +31,14 @@ def prior_scale_from_length_scale(length_scale: float, what: str = "length_scale
 
 
 LengthScale = float | torch.Tensor
+
+
+def declared_rate(dropout: float | None, layer: str) -> float | None:
+    """A layer's declared drop probability (``None``: left to the guide), checked."""
+    if dropout is None:
+        return None
+    validate_dropout_rate(dropout, f"{layer}: dropout")
+    return float(dropout)
 
 
 def _prior_scale(length_scale: LengthScale, what: str) -> torch.Tensor:
@@ -85,6 +94,18 @@ class _BayesianLayer(PyroModule):
         self.weight = sample_site(type(self)._weight_prior)
         self.bias = sample_site(type(self)._bias_prior) if bias else None
 
+    dropout: float | None = None
+
+    def declared_weight(self) -> torch.Tensor:
+        """The weight, sampled with the layer's declared rate (``dropout=``) in its site's
+        ``infer`` dict, where :class:`~pyro_dropout.guides.DropoutGuide` reads it."""
+        if self.dropout is None:
+            return self.weight
+        rate = self.dropout
+        declare: Any = lambda msg: {"dropout": rate} if msg["type"] == "sample" else {}  # noqa: E731
+        with poutine.infer_config(config_fn=declare):
+            return self.weight
+
     def _prior(self, scale: torch.Tensor) -> TorchDistributionMixin:
         if self.prior == "normal":
             return dist.Normal(self.prior_loc, scale)
@@ -133,8 +154,10 @@ class Linear(_BayesianLayer):
         bias_length_scale: LengthScale | None = None,
         resolution: float | None = None,
         prior: str = "quantised",
+        dropout: float | None = None,
     ) -> None:
         super().__init__()
+        self.dropout = declared_rate(dropout, "Linear")
         if in_features < 1 or out_features < 1:
             raise ValueError(f"Linear: sizes must be positive, got in={in_features}, out={out_features}")
         self.in_features, self.out_features = in_features, out_features
@@ -143,7 +166,7 @@ class Linear(_BayesianLayer):
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return linear(x, self.weight, self.bias)
+        return linear(x, self.declared_weight(), self.bias)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}"
@@ -172,8 +195,10 @@ class Conv2d(_BayesianLayer):
         bias_length_scale: LengthScale | None = None,
         resolution: float | None = None,
         prior: str = "quantised",
+        dropout: float | None = None,
     ) -> None:
         super().__init__()
+        self.dropout = declared_rate(dropout, "Conv2d")
         _check_conv_sizes(in_channels, out_channels, kernel_size, stride, dilation, groups)
         if in_channels % groups or out_channels % groups:
             raise ValueError(
@@ -186,7 +211,9 @@ class Conv2d(_BayesianLayer):
         self._init_priors(shape, bias, length_scale, bias_length_scale, resolution, prior)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        return conv2d(
+            x, self.declared_weight(), self.bias, self.stride, self.padding, self.dilation, self.groups
+        )
 
     def extra_repr(self) -> str:
         return f"{self.in_channels}, {self.out_channels}, kernel_size={self.weight_shape[2:]}"

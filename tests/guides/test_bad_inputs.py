@@ -35,7 +35,7 @@ def test_point_estimates_must_name_sites_of_the_model():
     )
 
 
-@pytest.mark.parametrize("bad", [None, "0.1", [0.1], True])
+@pytest.mark.parametrize("bad", ["0.1", [0.1], True])
 def test_a_rate_that_is_not_a_number_is_named(bad):
     with pytest.raises(
         TypeError, match=r"DropoutGuide: dropout: a dropout probability must be a number or a tensor"
