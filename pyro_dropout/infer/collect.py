@@ -10,9 +10,23 @@ from pyro.poutine.util import site_is_subsample
 from .predictions import Predictions
 from .traces import Site
 
-__all__ = ["DRAWS_PLATE", "Buffers", "collect_site", "fill", "tidy"]
+__all__ = ["DRAWS_PLATE", "Buffers", "check_batch_dims", "collect_site", "fill", "tidy"]
 
 DRAWS_PLATE = "_pyro_dropout_draws"  # the plate of the draws of a chunk
+
+
+def check_batch_dims(name: str, site: Site, nesting: int) -> None:
+    """A likelihood with more batch dims than the draws and the model's plates came from a weight
+    that kept its plate slot and broadcast against the data: its draws would come out
+    ``[S, S, N]`` (every draw's weights paired with every other's), silently. Say so instead."""
+    shape = site["fn"].batch_shape
+    if len(shape) > nesting + 1:
+        raise ValueError(
+            f"at site '{name}', the likelihood has batch shape {tuple(shape)} under {nesting + 1} plates "
+            "(the draws and the model's): a weight sampled outside the data plate kept its plate slot and "
+            "broadcast against the data. Use pyro_dropout.nn.Linear, or pyro_dropout.nn.functional.linear "
+            "(x @ W.T that drops the slot), for the layers of the model"
+        )
 
 
 def tidy(value: torch.Tensor, site: Site, event_dim: int, nesting: int, draws: int) -> torch.Tensor:
@@ -57,6 +71,8 @@ def collect_site(
 
     deterministic = bool(site["infer"].get("_deterministic", False))
     likelihood = not (is_latent or deterministic)  # sampled by the model itself: an observation site
+    if likelihood:
+        check_batch_dims(name, site, nesting)
     observed = likelihood and bool(site["is_observed"])
     if wanted is None or name in wanted:
         # observed sites get a fresh posterior predictive draw; the others already hold one

@@ -83,3 +83,34 @@ def test_one_target_for_many_points_is_refused(loss):
         match=r"at site 'obs', the observed value has shape \(1,\): size 1 where the plate 'data' has 8",
     ):
         svi.step(x, torch.randn(1))
+
+
+def _raw_at_model(x, y=None):
+    """Weights used with ``@``: sampled outside the data plate, they keep its slot."""
+    from pyro_dropout import QuantisedGaussian
+
+    w = pyro.sample("w", QuantisedGaussian(0.0, 1.0).expand([8, 3]).to_event(2))
+    v = pyro.sample("v", QuantisedGaussian(0.0, 1.0).expand([1, 8]).to_event(2))
+    mu = (torch.relu(x @ w.transpose(-1, -2)) @ v.transpose(-1, -2)).squeeze(-1)
+    with pyro.plate("data", x.shape[-2]):
+        return pyro.sample("obs", dist.Normal(mu, 0.1), obs=y)
+
+
+@pytest.mark.parametrize("entry", ["predict", "evaluate", "to_arviz"])
+def test_draws_broadcast_against_each_other_are_refused(entry):
+    """Before, predict returned [S, S, N] draws (every draw's weights with every other's) and
+    to_arviz exported S x N observations."""
+    from pyro_dropout import to_arviz
+
+    x, y = torch.randn(6, 3), torch.randn(6)
+    guide = DropoutGuide(_raw_at_model)
+    guide(x, y)
+    call = {
+        "predict": lambda: predict(_raw_at_model, guide, x, num_samples=4),
+        "evaluate": lambda: evaluate(_raw_at_model, guide, x, y, num_samples=4),
+        "to_arviz": lambda: to_arviz(_raw_at_model, guide, x, y, num_samples=4),
+    }[entry]
+    with pytest.raises(
+        ValueError, match=r"at site 'obs', the likelihood has batch shape \(4, 4, 6\).*nn.Linear"
+    ):
+        call()
