@@ -21,6 +21,7 @@ from pyro.ops.tensor_utils import periodic_repeat
 from torch.distributions import constraints
 
 from ..distributions import BernoulliDropout, ConcreteDropout
+from ..nn import broadcast_pyro_layers
 from .initialization import base_prior, init_to_fan_in, is_gaussian_prior
 from .rates import DropoutSpec, Rate, check_spec, site_rate, warn_about_masks
 
@@ -120,6 +121,8 @@ class DropoutGuide(AutoGuide):
                 + (f" (write [{point_estimates!r}] for one site)" if isinstance(point_estimates, str) else "")
             )
         self.point_estimates = tuple(point_estimates)
+        # Pyro's own layers (PyroModule[nn.Linear], [nn.Conv2d]) take batched draws from here on
+        self.broadcast_layers = broadcast_pyro_layers(model)
         self.init_loc_fn = init_loc_fn
         self._roles: dict[str, _Role] = {}
         super().__init__(InitMessenger(init_loc_fn)(model), create_plates=create_plates)

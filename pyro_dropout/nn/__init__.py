@@ -1,7 +1,16 @@
 """Bayesian layers whose weights are sample sites, and ready-made models."""
 
 from . import functional, masking
+from .adapt import broadcast_pyro_layers
 from .layers import Conv2d, Linear, prior_scale_from_length_scale
 from .models import MLP
 
-__all__ = ["MLP", "Conv2d", "Linear", "functional", "masking", "prior_scale_from_length_scale"]
+__all__ = [
+    "MLP",
+    "Conv2d",
+    "Linear",
+    "broadcast_pyro_layers",
+    "functional",
+    "masking",
+    "prior_scale_from_length_scale",
+]
