@@ -21,7 +21,11 @@ def is_gaussian_prior(fn: Distribution) -> bool:
 
 
 def _init_weights(site: dict[str, Any], bound: Callable[[int, int], float]) -> torch.Tensor:
-    """Weights ``U(-b, b)`` with ``b = bound(fan_in, fan_out)``, biases zero, other sites their median."""
+    """A site's declared start (``infer={"init": value}``: a converted network's trained weights),
+    else weights ``U(-b, b)`` with ``b = bound(fan_in, fan_out)``, biases zero, other sites their median."""
+    declared = site["infer"].get("init")
+    if declared is not None:
+        return declared.detach().to(site["fn"].mean.dtype).expand(site["fn"].shape())
     fn = site["fn"]
     if not is_gaussian_prior(fn):
         return init_to_median(site)

@@ -2,14 +2,17 @@
 
 from . import functional, masking
 from .adapt import broadcast_pyro_layers
+from .convert import ConvertedModel, from_module
 from .layers import Conv2d, Linear, prior_scale_from_length_scale
 from .models import MLP
 
 __all__ = [
     "MLP",
     "Conv2d",
+    "ConvertedModel",
     "Linear",
     "broadcast_pyro_layers",
+    "from_module",
     "functional",
     "masking",
     "prior_scale_from_length_scale",

@@ -93,18 +93,34 @@ class _BayesianLayer(PyroModule):
         self.register_buffer("prior_bias_scale", bias_scale)
         self.weight = sample_site(type(self)._weight_prior)
         self.bias = sample_site(type(self)._bias_prior) if bias else None
+        self.has_bias = bool(bias)
 
     dropout: float | None = None
 
     def declared_weight(self) -> torch.Tensor:
-        """The weight, sampled with the layer's declared rate (``dropout=``) in its site's
-        ``infer`` dict, where :class:`~pyro_dropout.guides.DropoutGuide` reads it."""
-        if self.dropout is None:
-            return self.weight
-        rate = self.dropout
-        declare: Any = lambda msg: {"dropout": rate} if msg["type"] == "sample" else {}  # noqa: E731
-        with poutine.infer_config(config_fn=declare):
-            return self.weight
+        """The weight, sampled with what the layer declares in its site's ``infer`` dict: its rate
+        (``dropout=``), read by :class:`~pyro_dropout.guides.DropoutGuide`, and its starting
+        mean (``start=``, a converted network's trained weight), read by the initialisers."""
+        declared: dict[str, Any] = {}
+        if self.dropout is not None:
+            declared["dropout"] = self.dropout
+        start = getattr(self, "start_weight", None)  # a buffer of a converted layer (nn.convert)
+        if start is not None:
+            declared["init"] = start
+        return self._declared("weight", declared)
+
+    def declared_bias(self) -> torch.Tensor | None:
+        start = getattr(self, "start_bias", None)
+        if start is None or not self.has_bias:  # (reading self.bias would sample it: not first)
+            return self.bias
+        return self._declared("bias", {"init": start})
+
+    def _declared(self, attribute: str, declared: dict[str, Any]) -> Any:
+        if not declared:
+            return getattr(self, attribute)
+        config: Any = lambda msg: dict(declared) if msg["type"] == "sample" else {}  # noqa: E731
+        with poutine.infer_config(config_fn=config):
+            return getattr(self, attribute)
 
     def _prior(self, scale: torch.Tensor) -> TorchDistributionMixin:
         if self.prior == "normal":
@@ -166,7 +182,7 @@ class Linear(_BayesianLayer):
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return linear(x, self.declared_weight(), self.bias)
+        return linear(x, self.declared_weight(), self.declared_bias())
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}"
@@ -212,7 +228,13 @@ class Conv2d(_BayesianLayer):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return conv2d(
-            x, self.declared_weight(), self.bias, self.stride, self.padding, self.dilation, self.groups
+            x,
+            self.declared_weight(),
+            self.declared_bias(),
+            self.stride,
+            self.padding,
+            self.dilation,
+            self.groups,
         )
 
     def extra_repr(self) -> str:
