@@ -68,8 +68,10 @@ def _chunk_traces(
     num_samples: int,
     chunk_size: int | None,
     device: torch.device | None,
+    parallel: bool = True,
 ) -> Iterator[tuple[int, int, Trace, Trace]]:
-    """``(size, nesting, trace, latents)`` of each chunk of draws, vectorised over the draws."""
+    """``(size, nesting, trace, latents)`` of each chunk of draws, vectorised over the draws
+    (``parallel=False``: one draw at a time, no plate of draws, for models that cannot broadcast)."""
     if isinstance(num_samples, bool) or not (isinstance(num_samples, int) and num_samples >= 1):
         raise ValueError(f"num_samples must be a positive int, got {num_samples!r}")
     chunk = num_samples if chunk_size is None else chunk_size
@@ -86,6 +88,13 @@ def _chunk_traces(
                 *args, **kwargs
             )
     nesting = _max_plate_nesting(prototype)
+    if not parallel:
+        for _ in range(num_samples):
+            with torch.no_grad(), poutine.block():
+                latents = draw_latents(1, nesting, prototype, args, kwargs)
+                trace = poutine.trace(poutine.replay(model, trace=latents)).get_trace(*args, **kwargs)
+            yield 1, nesting, prune_subsample_sites(trace), latents
+        return
     for size in _chunks(num_samples, chunk):
         with torch.no_grad(), poutine.block(), pyro.plate(DRAWS_PLATE, size, dim=-(nesting + 1)):
             latents = draw_latents(size, nesting, prototype, args, kwargs)
@@ -143,6 +152,7 @@ def predict(
     num_samples: int = 1000,
     chunk_size: int | None = 100,
     return_sites: Iterable[str] | None = None,
+    parallel: bool = True,
     **kwargs: Any,
 ) -> Predictions:
     r"""MC-dropout prediction: ``num_samples`` draws of the weights, vectorised in chunks.
@@ -160,6 +170,8 @@ def predict(
         pred.log_likelihood["obs"]     # [1000, N]
 
     :param return_sites: names of the sites whose draws to keep (default: all).
+    :param parallel: ``False`` runs the guide and the model once per draw, unbatched (as
+        ``Predictive(parallel=False)``), for a model that cannot take batched weights.
     :returns: :class:`Predictions`.
 
     References
@@ -169,7 +181,7 @@ def predict(
 
     draw, one_draw = _guide_draws(guide)
     device = _device_of(model, guide)
-    traces = _chunk_traces(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device)
+    traces = _chunk_traces(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device, parallel)
     return _predict(traces, num_samples, return_sites)
 
 
@@ -180,6 +192,7 @@ def predict_chunks(
     num_samples: int = 1000,
     chunk_size: int | None = 100,
     return_sites: Iterable[str] | None = None,
+    parallel: bool = True,
     **kwargs: Any,
 ) -> Iterator[Predictions]:
     """:func:`predict`'s draws one chunk at a time, as :class:`Predictions` of ``chunk_size``
@@ -187,7 +200,7 @@ def predict_chunks(
     accumulated as the draws are made, in memory bounded by one chunk."""
     draw, one_draw = _guide_draws(guide)
     device = _device_of(model, guide)
-    traces = _chunk_traces(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device)
+    traces = _chunk_traces(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device, parallel)
     return _chunked(traces, return_sites)
 
 

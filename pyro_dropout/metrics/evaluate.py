@@ -111,6 +111,7 @@ def evaluate(
     chunk_size: int | None = 100,
     site: str | None = None,
     crps_pairs: int = 100_000,
+    parallel: bool = True,
     **kwargs: Any,
 ) -> RegressionReport | ClassificationReport:
     """Predict with ``num_samples`` MC-dropout draws on ``(*args, **kwargs)`` (observations
@@ -129,16 +130,18 @@ def evaluate(
     rolls = max(1, math.ceil(crps_pairs / num_samples))
     scores: _Regression | _Classification | None = None
     name = ""
-    chunks = predict_chunks(
-        model, guide, *args, num_samples=num_samples, chunk_size=chunk, return_sites=(), **kwargs
-    )
+    draws: dict[str, Any] = {"num_samples": num_samples, "chunk_size": chunk, "return_sites": ()}
+    draws["parallel"] = parallel
+    chunks = predict_chunks(model, guide, *args, **draws, **kwargs)
     for pred in chunks:
         if scores is None:
             name = site_of(pred, site)
             scores = _Classification(pred, name) if name in pred.probs else _Regression(pred, name, rolls)
         scores.update(pred, name)
     assert scores is not None
-    standard = predict_standard(model, guide, *args, **kwargs) if hasattr(guide, "median") else None
+    # standard dropout is one batched pass: not with parallel=False (rmse_standard is then None)
+    batched = parallel and hasattr(guide, "median")
+    standard = predict_standard(model, guide, *args, **kwargs) if batched else None
     return _finite(scores.report(standard, name), args, kwargs)
 
 

@@ -114,3 +114,17 @@ def test_draws_broadcast_against_each_other_are_refused(entry):
         ValueError, match=r"at site 'obs', the likelihood has batch shape \(4, 4, 6\).*nn.Linear"
     ):
         call()
+
+
+def test_a_model_that_cannot_broadcast_predicts_one_draw_at_a_time():
+    """The fix the error names: parallel=False runs guide and model once per draw, unbatched,
+    and gives the [S, N] draws Pyro's Predictive(parallel=False) gives."""
+    x, y = torch.randn(6, 3), torch.randn(6)
+    guide = DropoutGuide(_raw_at_model, dropout=0.5)
+    guide(x, y)
+    pred = predict(_raw_at_model, guide, x, y, num_samples=5, parallel=False)
+    assert pred["obs"].shape == (5, 6) and pred.log_likelihood["obs"].shape == (5, 6)
+    assert pred["w"].shape == (5, 8, 3)
+    assert len({tuple(w.flatten().tolist()) for w in pred["w"]}) > 1  # draws, not one repeated (seed 0)
+    report = evaluate(_raw_at_model, guide, x, y, num_samples=5, parallel=False)
+    assert report.num_samples == 5 and report.rmse_standard is None
