@@ -21,12 +21,9 @@ def has_non_finite(value: Any) -> bool:
 
 def check_finite_inputs(args: tuple, kwargs: dict) -> None:
     """Raise ``ValueError`` naming the first model argument that holds NaN or inf."""
-    for i, value in enumerate(args):
+    for what, value in named_inputs(args, kwargs):
         if has_non_finite(value):
-            raise ValueError(f"model argument {i} (shape {tuple(value.shape)}) contains NaN or inf")
-    for key, value in kwargs.items():
-        if has_non_finite(value):
-            raise ValueError(f"model argument '{key}' (shape {tuple(value.shape)}) contains NaN or inf")
+            raise ValueError(f"{what} (shape {tuple(value.shape)}) contains NaN or inf")
 
 
 def check_not_empty(args: tuple, kwargs: dict) -> None:

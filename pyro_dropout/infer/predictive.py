@@ -179,9 +179,7 @@ def predict(
     [1] Y. Gal, Z. Ghahramani. *Dropout as a Bayesian Approximation.* ICML 2016.
     """
 
-    draw, one_draw = _guide_draws(guide)
-    device = _device_of(model, guide)
-    traces = _chunk_traces(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device, parallel)
+    traces = _guide_traces(model, guide, args, kwargs, num_samples, chunk_size, parallel)
     return _predict(traces, num_samples, return_sites)
 
 
@@ -198,10 +196,23 @@ def predict_chunks(
     """:func:`predict`'s draws one chunk at a time, as :class:`Predictions` of ``chunk_size``
     draws each (the same draws ``predict`` makes from the same random state): for scores
     accumulated as the draws are made, in memory bounded by one chunk."""
+    traces = _guide_traces(model, guide, args, kwargs, num_samples, chunk_size, parallel)
+    return _chunked(traces, return_sites)
+
+
+def _guide_traces(
+    model: Callable,
+    guide: Callable,
+    args: tuple,
+    kwargs: dict,
+    num_samples: int,
+    chunk_size: int | None,
+    parallel: bool,
+) -> Iterator[tuple[int, int, Trace, Trace]]:
+    """The chunks of draws of ``guide`` (what :func:`predict` and :func:`predict_chunks` share)."""
     draw, one_draw = _guide_draws(guide)
     device = _device_of(model, guide)
-    traces = _chunk_traces(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device, parallel)
-    return _chunked(traces, return_sites)
+    return _chunk_traces(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device, parallel)
 
 
 def _guide_draws(guide: Callable) -> tuple[Callable, Callable]:

@@ -16,6 +16,7 @@ import torch
 from ._checks import as_tensor, check_draws, check_finite
 
 __all__ = [
+    "abs_normal_mean",
     "coverage",
     "crps",
     "gaussian_log_likelihood",
@@ -132,7 +133,7 @@ def miscalibration_area_from_pit(u: torch.Tensor) -> float:
     return float(area.sum())
 
 
-def _abs_normal_mean(m: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
+def abs_normal_mean(m: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
     r""":math:`\mathbb{E}|Z|` for :math:`Z \sim \mathcal{N}(m, \text{var})`."""
     s = var.sqrt()
     z = m / s
@@ -160,13 +161,13 @@ def crps(
     """
     mu, target, var = _inputs(means, y, variance)
     t = mu.shape[0]
-    first = _abs_normal_mean(target - mu, var).mean(0)
+    first = abs_normal_mean(target - mu, var).mean(0)
     if t <= max_exact_draws:
         flat_mu, flat_var = mu.reshape(t, -1), var.reshape(t, -1)
         step = max(1, 2**22 // (t * t))
         pair = torch.cat(
             [
-                _abs_normal_mean(
+                abs_normal_mean(
                     flat_mu[:, i : i + step].unsqueeze(0) - flat_mu[:, i : i + step].unsqueeze(1),
                     flat_var[:, i : i + step].unsqueeze(0) + flat_var[:, i : i + step].unsqueeze(1),
                 ).mean((0, 1))
@@ -174,14 +175,14 @@ def crps(
             ]
         )
         return first - 0.5 * pair.reshape(first.shape)
-    same = _abs_normal_mean(torch.zeros_like(mu), 2 * var).mean(0)
+    same = abs_normal_mean(torch.zeros_like(mu), 2 * var).mean(0)
     g = torch.Generator().manual_seed(seed)
     rounds = max(1, math.ceil(num_pairs / t))
     total = torch.zeros_like(first)
     for _ in range(rounds):
         perm = torch.randperm(t, generator=g).to(mu.device)
         a, b = perm, perm.roll(1)
-        total += _abs_normal_mean(mu[a] - mu[b], var[a] + var[b]).mean(0)
+        total += abs_normal_mean(mu[a] - mu[b], var[a] + var[b]).mean(0)
     distinct = total / rounds
     pair = same / t + (t - 1) / t * distinct
     return first - 0.5 * pair

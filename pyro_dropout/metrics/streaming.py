@@ -16,6 +16,9 @@ from dataclasses import dataclass
 
 import torch
 
+from .classification import entropy
+from .regression import abs_normal_mean
+
 __all__ = ["CategoricalScores", "GaussianMixtureScores", "LogMeanExp", "RunScores", "score_gaussian_draws"]
 
 
@@ -62,8 +65,7 @@ class GaussianMixtureScores:
         zeros = torch.zeros_like(y, dtype=torch.float64)
         self.count = 0
         self.sum_mean, self.sum_square, self.sum_var = zeros.clone(), zeros.clone(), zeros.clone()
-        self.running_max = torch.full_like(y, -math.inf, dtype=torch.float64)
-        self.running_sum, self.cdf = zeros.clone(), zeros.clone()
+        self.log_lik, self.cdf = LogMeanExp(), zeros.clone()
         self.abs_error, self.same_pair, self.pair_sum = zeros.clone(), zeros.clone(), zeros.clone()
         self.pairs = 0
 
@@ -73,12 +75,7 @@ class GaussianMixtureScores:
             self._pairs(mu, var.expand_as(mu), min(pair_rolls, mu.shape[0] - 1))
         mu, var = mu.double(), var.double().expand_as(mu)
         y = self.y
-        log_p = -0.5 * ((y - mu).pow(2) / var + var.log() + math.log(2 * math.pi))
-        new_max = torch.maximum(self.running_max, log_p.max(0).values)
-        self.running_sum = self.running_sum * torch.exp(self.running_max - new_max) + torch.exp(
-            log_p - new_max
-        ).sum(0)
-        self.running_max = new_max
+        self.log_lik.update(-0.5 * ((y - mu).pow(2) / var + var.log() + math.log(2 * math.pi)))
         self.sum_mean += mu.sum(0)
         self.cdf += (0.5 * (1 + torch.erf((y - mu) / (2 * var).sqrt()))).sum(0)
         self.sum_square += mu.pow(2).sum(0)
@@ -87,10 +84,10 @@ class GaussianMixtureScores:
 
     def _pairs(self, mu: torch.Tensor, var: torch.Tensor, rolls: int) -> None:
         y = self.y.to(mu.dtype)
-        self.abs_error += _abs_normal_mean(y - mu, var).sum(0, dtype=torch.float64)
-        self.same_pair += _abs_normal_mean(torch.zeros_like(mu), 2 * var).sum(0, dtype=torch.float64)
+        self.abs_error += abs_normal_mean(y - mu, var).sum(0, dtype=torch.float64)
+        self.same_pair += abs_normal_mean(torch.zeros_like(mu), 2 * var).sum(0, dtype=torch.float64)
         for k in range(1, rolls + 1):  # draw t with draw t + k of the chunk: distinct, exchangeable
-            other = _abs_normal_mean(mu - mu.roll(k, 0), var + var.roll(k, 0))
+            other = abs_normal_mean(mu - mu.roll(k, 0), var + var.roll(k, 0))
             self.pair_sum += other.sum(0, dtype=torch.float64)
             self.pairs += mu.shape[0]
 
@@ -100,7 +97,7 @@ class GaussianMixtureScores:
 
     def log_likelihood(self) -> torch.Tensor:
         """Per point: :math:`\\log \\frac1T\\sum_t \\mathcal N(y; \\mu_t, v_t)`."""
-        return self.running_max + self.running_sum.log() - math.log(self.count)
+        return self.log_lik.value()
 
     def pit(self) -> torch.Tensor:
         return self.cdf / self.count
@@ -126,15 +123,6 @@ class GaussianMixtureScores:
         if self.pairs:  # the distinct pairs, from those seen within chunks
             pair = pair + (t - 1) / t * self.pair_sum / self.pairs
         return self.abs_error / t - 0.5 * pair
-
-
-def _abs_normal_mean(m: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
-    r""":math:`\mathbb{E}|Z|` for :math:`Z \sim \mathcal{N}(m, \text{var})`."""
-    s = var.sqrt()
-    z = m / s
-    pdf = torch.exp(-0.5 * z.pow(2)) / math.sqrt(2 * math.pi)
-    cdf = 0.5 * (1 + torch.erf(z / math.sqrt(2.0)))
-    return 2 * s * pdf + m * (2 * cdf - 1)
 
 
 @dataclass
@@ -191,7 +179,7 @@ class CategoricalScores:
     def update(self, probs: torch.Tensor) -> None:
         p = probs.double().cpu()
         self.sum_probs += p.sum(0)
-        self.sum_entropy += -torch.special.xlogy(p, p).sum(-1).sum(0)
+        self.sum_entropy += entropy(p).sum(0)
         self.votes += torch.nn.functional.one_hot(p.argmax(-1), p.shape[-1]).double().sum(0)
         if self.labels is not None:
             index = self.labels.cpu().long().expand(p.shape[0], -1).unsqueeze(-1)
@@ -209,8 +197,7 @@ class CategoricalScores:
         return self.log_lik.value()
 
     def predictive_entropy(self) -> torch.Tensor:
-        p = self.mean_probs
-        return -torch.special.xlogy(p, p).sum(-1)
+        return entropy(self.mean_probs)
 
     def mutual_information(self) -> torch.Tensor:
         return (self.predictive_entropy() - self.sum_entropy / self.count).clamp_min(0)
