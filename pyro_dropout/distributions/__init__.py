@@ -4,7 +4,7 @@ from . import kl
 from .bernoulli_dropout import BernoulliDropout, bernoulli_keep
 from .concrete_dropout import ConcreteDropout
 from .kl import bernoulli_entropy, kl_masked_gaussian
-from .masked_weight import MaskedWeight, mask_dim_for, validate_dropout_rate
+from .masked_weight import MaskedWeight, check_mask_dim, mask_dim_for, validate_dropout_rate
 from .quantised_gaussian import QuantisedGaussian
 from .util import base_prior
 
@@ -16,6 +16,7 @@ __all__ = [
     "base_prior",
     "bernoulli_entropy",
     "bernoulli_keep",
+    "check_mask_dim",
     "kl",
     "kl_masked_gaussian",
     "mask_dim_for",

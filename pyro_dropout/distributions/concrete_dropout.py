@@ -44,11 +44,13 @@ class ConcreteDropout(MaskedWeight):
         temperature: float = 0.1,
         event_dim: int = 2,
         validate_args: bool | None = None,
+        *,
+        mask_dim: int | None = None,
     ) -> None:
         if not (isinstance(temperature, int | float) and temperature > 0 and math.isfinite(temperature)):
             raise ValueError(f"ConcreteDropout: temperature must be a positive float, got {temperature!r}")
         self.temperature = float(temperature)
-        super().__init__(loc, p, event_dim=event_dim, validate_args=validate_args)
+        super().__init__(loc, p, event_dim=event_dim, validate_args=validate_args, mask_dim=mask_dim)
 
     def _copy_extra_state(self, new: MaskedWeight) -> None:
         assert isinstance(new, ConcreteDropout)

@@ -8,7 +8,7 @@ import torch
 from pyro.distributions import TorchDistribution
 from torch.distributions import constraints
 
-__all__ = ["MaskedWeight", "SampleShape", "mask_dim_for", "validate_dropout_rate"]
+__all__ = ["MaskedWeight", "SampleShape", "check_mask_dim", "mask_dim_for", "validate_dropout_rate"]
 
 SampleShape = torch.Size | list[int] | tuple[int, ...]
 
@@ -25,6 +25,19 @@ def mask_dim_for(event_dim: int) -> int | None:
     if event_dim == 1:
         return -1
     return None
+
+
+def check_mask_dim(mask_dim: Any, event_dim: int, what: str) -> int | None:
+    """``mask_dim`` as a negative index into a weight's ``event_dim`` dims (``None``: the default,
+    :func:`mask_dim_for`); a ``ValueError`` names it when it is not one of those dims."""
+    if mask_dim is None:
+        return mask_dim_for(event_dim)
+    if isinstance(mask_dim, bool) or not isinstance(mask_dim, int) or not -event_dim <= mask_dim < event_dim:
+        raise ValueError(
+            f"{what}: the masked dimension must be one of the weight's {event_dim} event dims "
+            f"(an int in [{-event_dim}, {event_dim - 1}]), got {mask_dim!r}"
+        )
+    return mask_dim - event_dim if mask_dim >= 0 else mask_dim
 
 
 def validate_dropout_rate(p: Any, what: str, dtype: torch.dtype | None = None) -> None:
@@ -64,6 +77,9 @@ class MaskedWeight(TorchDistribution):
     :param loc: the variational mean :math:`M`, of shape ``batch_shape + event_shape``.
     :param p: drop probability in [0, 1): a float, or a tensor broadcastable to ``batch_shape``.
     :param event_dim: how many rightmost dims of ``loc`` form one weight tensor.
+    :param mask_dim: the event dimension (a negative index) whose units are masked; default
+        :func:`mask_dim_for` ``(event_dim)``, the inputs of an ``[out, in, ...]`` weight. A weight
+        stored ``[in, out]`` (used as ``x @ W``) masks its inputs with ``mask_dim=-2``.
 
     References
 
@@ -79,6 +95,8 @@ class MaskedWeight(TorchDistribution):
         p: torch.Tensor | float,
         event_dim: int = 2,
         validate_args: bool | None = None,
+        *,
+        mask_dim: int | None = None,
     ) -> None:
         if not isinstance(loc, torch.Tensor):
             raise TypeError(f"{type(self).__name__}: loc must be a tensor, got {type(loc).__name__}")
@@ -91,6 +109,7 @@ class MaskedWeight(TorchDistribution):
         self.loc = loc
         self.p = p if isinstance(p, torch.Tensor) else float(p)
         self._event_dim = event_dim
+        self._mask_dim = check_mask_dim(mask_dim, event_dim, type(self).__name__)
         split = loc.dim() - event_dim
         batch_shape = loc.shape[:split]
         if isinstance(self.p, torch.Tensor):
@@ -105,7 +124,7 @@ class MaskedWeight(TorchDistribution):
     @property
     def mask_dim(self) -> int | None:
         """The dimension (negative index into a value) over which units are masked."""
-        return mask_dim_for(self._event_dim)
+        return self._mask_dim
 
     @property
     def num_units(self) -> int:
@@ -141,6 +160,7 @@ class MaskedWeight(TorchDistribution):
         new.loc = self.loc.expand(batch_shape + self.event_shape)
         new.p = self.p.expand(batch_shape) if isinstance(self.p, torch.Tensor) else self.p
         new._event_dim = self._event_dim
+        new._mask_dim = self._mask_dim
         self._copy_extra_state(new)
         super(MaskedWeight, new).__init__(batch_shape, self.event_shape, validate_args=False)
         new._validate_args = self._validate_args

@@ -126,12 +126,14 @@ def to_arviz(
     posterior: bool | str | Sequence[str] = "auto",
     coords: dict[str, Any] | None = None,
     dims: dict[str, list[str]] | None = None,
+    parallel: bool = True,
     **kwargs: Any,
 ) -> Any:
     """Predict with ``num_samples`` MC-dropout draws on the given arguments (observations
     included) and export them for ArviZ: ``posterior_predictive``, ``log_likelihood`` (per
     observation), ``observed_data`` and ``posterior`` (see :func:`from_predictions`); the
-    draws form one chain.
+    draws form one chain. ``parallel=False``: one unbatched pass per draw, for a model that
+    cannot take batched weights (as :func:`~pyro_dropout.infer.predict`).
 
     Usage::
 
@@ -139,7 +141,9 @@ def to_arviz(
         az.loo(idata)
         az.compare({"mc_dropout": idata, "hmc": mcmc_to_arviz(model, mcmc, x, y)})
     """
-    pred = predict(model, guide, *args, num_samples=num_samples, chunk_size=chunk_size, **kwargs)
+    pred = predict(
+        model, guide, *args, num_samples=num_samples, chunk_size=chunk_size, parallel=parallel, **kwargs
+    )
     if not pred.log_likelihood:
         raise ValueError("to_arviz: the model observed no data; pass the observations as in training")
     return from_predictions(pred, posterior=posterior, coords=coords, dims=dims)

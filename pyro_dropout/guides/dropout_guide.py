@@ -23,7 +23,7 @@ from torch.distributions import constraints
 from ..distributions import BernoulliDropout, ConcreteDropout
 from ..nn import broadcast_pyro_layers
 from .initialization import base_prior, init_to_fan_in, is_gaussian_prior
-from .rates import DropoutSpec, Rate, check_spec, site_rate, warn_about_masks
+from .rates import DropoutSpec, Rate, check_spec, declared_mask_dim, site_rate, warn_about_masks
 
 __all__ = ["DropoutGuide", "DropoutSpec"]
 
@@ -37,6 +37,7 @@ class _Role:
     p: float | torch.Tensor = 0.0  # fixed rate (Bernoulli) or initial rate (Concrete)
     learn_p: bool = False
     frames: tuple = ()
+    mask_dim: int | None = None  # the event dim whose units are masked (None: the family's default)
     get: Callable = attrgetter("")  # reads the site's parameter from a PyroModule
 
 
@@ -149,7 +150,7 @@ class DropoutGuide(AutoGuide):
         if is_gaussian_prior(fn):
             p = self._rate(name, site, matrix)
             learn = self.concrete and (isinstance(p, torch.Tensor) or p > 0)
-            return _Role(True, fn.event_dim, p, learn_p=learn, frames=frames)
+            return _Role(True, fn.event_dim, p, learn, frames, mask_dim=declared_mask_dim(name, site))
         if matrix or named:
             raise ValueError(
                 f"DropoutGuide: site '{name}' has a {prior} prior, but the dropout family has an "
@@ -217,8 +218,10 @@ class DropoutGuide(AutoGuide):
             return dist.Delta(loc, event_dim=role.event_dim)
         p = self._rate_of(name, role)
         if role.learn_p:
-            return ConcreteDropout(loc, p, self.temperature, role.event_dim, validate_args=False)
-        return BernoulliDropout(loc, p, role.event_dim, validate_args=False)
+            return ConcreteDropout(
+                loc, p, self.temperature, role.event_dim, validate_args=False, mask_dim=role.mask_dim
+            )
+        return BernoulliDropout(loc, p, role.event_dim, validate_args=False, mask_dim=role.mask_dim)
 
     def forward(self, *args: Any, **kwargs: Any) -> dict[str, torch.Tensor]:
         if self.prototype_trace is None:

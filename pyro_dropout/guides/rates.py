@@ -8,13 +8,14 @@ from typing import Any
 
 import torch
 
-from ..distributions import mask_dim_for, validate_dropout_rate
+from ..distributions import check_mask_dim, validate_dropout_rate
 
 __all__ = [
     "DEFAULT_RATE",
     "DropoutSpec",
     "Rate",
     "check_spec",
+    "declared_mask_dim",
     "default_rate",
     "site_rate",
     "warn_about_masks",
@@ -37,7 +38,15 @@ def check_spec(spec: DropoutSpec | None, what: str) -> None:
         validate_dropout_rate(spec, f"DropoutGuide: {what}")
 
 
-def default_rate(site: dict, matrix: bool) -> Rate:
+def declared_mask_dim(name: str, site: dict) -> int | None:
+    """The event dim whose units a site's masks drop: ``infer={"dropout_dim": d}`` (``-2`` for a
+    weight stored ``[in, out]`` and used as ``x @ W``), else the inputs of ``[out, in, ...]``."""
+    fn = site["fn"]
+    what = f"site '{name}': infer['dropout_dim']"
+    return check_mask_dim(site["infer"].get("dropout_dim"), fn.event_dim, what)
+
+
+def default_rate(site: dict, matrix: bool, name: str = "") -> Rate:
     """A site's rate when the guide is given none: the site's own (``infer={"dropout": p}``, or a
     layer's ``dropout=``), else :data:`DEFAULT_RATE` for a weight, except a weight with a single
     input unit (a network on 1-d inputs), which gets 0: masking its only input would make a
@@ -48,7 +57,7 @@ def default_rate(site: dict, matrix: bool) -> Rate:
     if not matrix:
         return 0.0
     fn = site["fn"]
-    units = fn.event_shape[mask_dim_for(fn.event_dim)]
+    units = fn.event_shape[declared_mask_dim(name, site)]
     return 0.0 if units == 1 else DEFAULT_RATE
 
 
@@ -57,7 +66,7 @@ def site_rate(spec: DropoutSpec | None, concrete: bool, name: str, site: dict, m
     site (a tensor must broadcast to its batch shape; a rate must be below 1 in its dtype)."""
     what = "init_dropout" if concrete else "dropout"
     if spec is None:
-        p = default_rate(site, matrix)
+        p = default_rate(site, matrix, name)
         if isinstance(p, int | float) and not isinstance(p, bool) and p == 0:
             return 0.0
     elif isinstance(spec, Mapping):

@@ -25,8 +25,8 @@ def check_batch_dims(name: str, site: Site, nesting: int) -> None:
             f"at site '{name}', the likelihood has batch shape {tuple(shape)} under {nesting + 1} plates "
             "(the draws and the model's): a weight sampled outside the data plate kept its plate slot and "
             "broadcast against the data. Use pyro_dropout.nn.Linear, or pyro_dropout.nn.functional.linear "
-            "(x @ W.T that drops the slot), for the layers of the model; or predict one draw at a time "
-            "with parallel=False"
+            "(x @ W.T that drops the slot) or matmul (x @ W, for W stored [in, out]), for the layers of "
+            "the model; or predict one draw at a time with parallel=False"
         )
 
 

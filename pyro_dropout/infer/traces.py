@@ -51,9 +51,9 @@ def _check_likelihood_site(name: str, site: Site, max_plate_nesting: float) -> N
         raise ValueError(
             f"at site '{name}', log_prob has shape {tuple(log_prob.shape)}: more batch dims "
             f"than the {int(max_plate_nesting)} plates (particles included). A weight sampled "
-            "outside the data "
-            "plate probably kept its plate slot and broadcast against the data; use "
-            "pyro_dropout.nn.Linear or pyro_dropout.nn.functional.linear, which drop it"
+            "outside the data plate probably kept its plate slot and broadcast against the data; use "
+            "pyro_dropout.nn.Linear, or pyro_dropout.nn.functional.linear (x @ W.T) or matmul "
+            "(x @ W, for W stored [in, out]), which drop it; or vectorize_particles=False"
         )
     check_site_shape(site, cast(int, max_plate_nesting))  # Pyro's check also takes inf
     _check_observation_fills_its_plates(name, site)

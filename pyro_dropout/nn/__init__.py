@@ -2,13 +2,16 @@
 
 from . import functional, masking
 from .adapt import broadcast_pyro_layers
+from .conv import Conv1d, Conv2d, Conv3d
 from .convert import ConvertedModel, from_module
-from .layers import Conv2d, Linear, prior_scale_from_length_scale
+from .layers import Linear, prior_scale_from_length_scale
 from .models import MLP
 
 __all__ = [
     "MLP",
+    "Conv1d",
     "Conv2d",
+    "Conv3d",
     "ConvertedModel",
     "Linear",
     "broadcast_pyro_layers",

@@ -1,6 +1,6 @@
 r"""Pyro's own layers made to take weights with leading draw dimensions.
 
-A model written as Pyro's tutorials write one, ``PyroModule[nn.Linear]`` (or ``nn.Conv2d``) with
+A model written as Pyro's tutorials write one, ``PyroModule[nn.Linear]`` (or ``nn.Conv1d/2d/3d``) with
 ``PyroSample`` priors, runs its layers through ``F.linear``, which cannot take the weights of
 vectorised particles or ``Predictive(parallel=True)`` (``[S, 1, out, in]``): "t() expects a tensor
 with <= 2 dimensions". :func:`broadcast_pyro_layers` gives each such layer the forward of
@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from pyro.nn import PyroModule
 
-from .functional import conv2d, linear
+from .functional import conv, linear
 
 __all__ = ["broadcast_pyro_layers"]
 
@@ -27,12 +27,13 @@ def _linear_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
     return linear(x, self.weight, self.bias)
 
 
-def _conv2d_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
+def _conv_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
     if self.padding_mode != "zeros":
         raise ValueError(
             f"{type(self).__name__}: padding_mode {self.padding_mode!r} is not supported under draws"
         )
-    return conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+    dims = len(self.kernel_size)
+    return conv(dims, x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
 def _adapted(cls: type) -> type | None:
@@ -40,8 +41,8 @@ def _adapted(cls: type) -> type | None:
         return _ADAPTED[cls]
     if issubclass(cls, torch.nn.Linear):
         forward = _linear_forward
-    elif issubclass(cls, torch.nn.Conv2d):
-        forward = _conv2d_forward
+    elif issubclass(cls, torch.nn.Conv1d | torch.nn.Conv2d | torch.nn.Conv3d):
+        forward = _conv_forward
     else:
         return None
     new = type(cls.__name__, (cls,), {"forward": forward, "_pyro_dropout_broadcasts": True})
@@ -50,7 +51,7 @@ def _adapted(cls: type) -> type | None:
 
 
 def broadcast_pyro_layers(model: Any) -> list[str]:
-    """Give every ``PyroModule[nn.Linear]`` / ``PyroModule[nn.Conv2d]`` in ``model`` (in place) a
+    """Give every ``PyroModule[nn.Linear]`` / ``PyroModule[nn.Conv1d/2d/3d]`` in ``model`` (in place) a
     forward that broadcasts over leading draw dimensions; returns the names of those changed.
     Plain ``nn`` layers (fixed weights) and ``pyro_dropout.nn`` layers are left as they are."""
     if not isinstance(model, torch.nn.Module):

@@ -31,20 +31,42 @@ from pyro.nn import PyroModule
 from pyro.nn.module import to_pyro_module_
 from torch import nn
 
-from .layers import Conv2d, Linear
+from .conv import Conv1d, Conv2d, Conv3d
+from .layers import Linear
+from .trace_order import Step, run_order
 
 __all__ = ["ConvertedModel", "from_module"]
 
 _DROPOUT = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d)
-# modules that act on the last `core` dims of an input (a draw dimension may lead them)
+_WEIGHTED = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)
+_CONVS = {nn.Conv1d: Conv1d, nn.Conv2d: Conv2d, nn.Conv3d: Conv3d}
+# modules that act on the last `core` dims of an input (a draw dimension may lead them), with
+# the core an input of theirs has when the layers before do not tell
 _CORE_DIMS = {
     nn.BatchNorm1d: 1,
     nn.BatchNorm2d: 3,
+    nn.BatchNorm3d: 4,
+    nn.MaxPool1d: 2,
     nn.MaxPool2d: 3,
+    nn.MaxPool3d: 4,
+    nn.AvgPool1d: 2,
     nn.AvgPool2d: 3,
+    nn.AvgPool3d: 4,
+    nn.AdaptiveAvgPool1d: 2,
     nn.AdaptiveAvgPool2d: 3,
+    nn.AdaptiveAvgPool3d: 4,
+    nn.AdaptiveMaxPool2d: 3,
     nn.Flatten: 3,
 }
+
+
+def _core_after(module: nn.Module, core: int | None) -> int | None:
+    """The core dims (besides the batch) of ``module``'s output, given its input's."""
+    if isinstance(module, nn.Linear | nn.Flatten):
+        return 1
+    if isinstance(module, nn.Conv1d | nn.Conv2d | nn.Conv3d):
+        return len(module.kernel_size) + 1
+    return core
 
 
 class LeadingDims(nn.Module):
@@ -67,22 +89,19 @@ def _core_dims(module: nn.Module) -> int:
     return next((core for kind, core in _CORE_DIMS.items() if isinstance(module, kind)), 0)
 
 
-def _bayesian(layer: Any, rate: float, length_scale: float) -> nn.Module:
+def _bayesian(layer: Any, rate: float, length_scale: float, name: str) -> nn.Module:
     kwargs: dict[str, Any] = {"length_scale": length_scale, "dropout": rate}
     if isinstance(layer, nn.Linear):
         new: Any = Linear(layer.in_features, layer.out_features, layer.bias is not None, **kwargs)
     else:
-        new = Conv2d(
-            layer.in_channels,
-            layer.out_channels,
-            layer.kernel_size,
-            layer.stride,
-            layer.padding,
-            layer.dilation,
-            layer.groups,
-            layer.bias is not None,
-            **kwargs,
-        )
+        if layer.padding_mode != "zeros":
+            raise ValueError(
+                f"from_module: layer '{name}' has padding_mode={layer.padding_mode!r}; only 'zeros' is "
+                "supported for Bayesian convolutions (make it deterministic with last_layer=True)"
+            )
+        kind = next(k for t, k in _CONVS.items() if isinstance(layer, t))
+        sizes = (layer.kernel_size, layer.stride, layer.padding, layer.dilation, layer.groups)
+        new = kind(layer.in_channels, layer.out_channels, *sizes, layer.bias is not None, **kwargs)
     new.register_buffer("start_weight", layer.weight.detach().clone())  # the trained weights: the start
     if layer.bias is not None:
         new.register_buffer("start_bias", layer.bias.detach().clone())
@@ -106,27 +125,34 @@ def _replace(parent: nn.Module, name: str, new: nn.Module) -> None:
     parent._modules = type(parent._modules)((key, parent._modules[key]) for key in order)  # keep the order
 
 
-def _convert(net: nn.Module, length_scale: float, last_layer: bool) -> dict[str, float]:
-    """Replace the layers of ``net`` in place; returns each weight site's rate."""
-    modules = list(net.named_modules())
-    layers = [n for n, m in modules if isinstance(m, nn.Linear | nn.Conv2d)]
+def _convert(net: nn.Module, order: list[Step], length_scale: float, last_layer: bool) -> dict[str, float]:
+    """Replace the layers of ``net`` in place, visiting them in ``order``; returns each weight
+    site's rate (the dropouts since the layer before it)."""
+    layers = [n for kind, n in order if kind == "module" and isinstance(net.get_submodule(n), _WEIGHTED)]
     if not layers:
-        raise ValueError("from_module: the network has no nn.Linear or nn.Conv2d layer to make Bayesian")
+        raise ValueError(
+            "from_module: the network has no nn.Linear or nn.Conv1d/2d/3d layer to make Bayesian"
+        )
     bayesian = set(layers[-1:] if last_layer else layers)
     rates: dict[str, float] = {}
-    pending = 0.0
-    for name, module in modules:
+    pending, core = 0.0, None  # the dropouts since the last weight layer; the tensor's core dims
+    for kind, item in order:
+        if kind == "dropout":  # consecutive dropouts keep a unit with the product of their keeps
+            pending = 1.0 - (1.0 - pending) * (1.0 - float(item))
+            continue
+        module = net.get_submodule(item)
+        core_in, core = core, _core_after(module, core)
         if isinstance(module, _DROPOUT):
-            pending = float(module.p)
-            _replace(net, name, nn.Identity())
-        elif name in bayesian:
-            rates[f"{name}.weight"] = pending
-            _replace(net, name, _bayesian(module, pending, length_scale))
+            pending = 1.0 - (1.0 - pending) * (1.0 - float(module.p))
+            _replace(net, item, nn.Identity())
+        elif item in bayesian and item not in rates:
+            rates[f"{item}.weight"] = pending
+            _replace(net, item, _bayesian(module, pending, length_scale, item))
             pending = 0.0
         elif _core_dims(module):
             module.eval()  # batch norm: the running statistics
-            _replace(net, name, LeadingDims(module, _core_dims(module)))
-        elif name in layers:  # a layer kept deterministic (last_layer=True)
+            _replace(net, item, LeadingDims(module, core_in or _core_dims(module)))
+        elif item in layers:  # a layer kept deterministic (last_layer=True)
             pending = 0.0
     return rates
 
@@ -180,6 +206,7 @@ def from_module(
         raise TypeError(f"from_module: net must be a torch.nn.Module, got {type(net).__name__}")
     copy_ = copy.deepcopy(net)
     _freeze(copy_)  # what stays deterministic keeps its trained values, fixed (not Pyro parameters)
-    to_pyro_module_(copy_)  # containers as PyroModules: the sites are named by their path ("0.weight")
-    rates = _convert(copy_, prior_length_scale, last_layer)
-    return ConvertedModel(copy_, likelihood, float(tau), rates)
+    net, order = run_order(copy_)  # functional dropouts in its forward become the identity too
+    to_pyro_module_(net)  # containers as PyroModules: the sites are named by their path ("0.weight")
+    rates = _convert(net, order, prior_length_scale, last_layer)
+    return ConvertedModel(net, likelihood, float(tau), rates)

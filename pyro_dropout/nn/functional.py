@@ -17,6 +17,7 @@ Usage::
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -24,7 +25,7 @@ from pyro.poutine.runtime import get_plates
 
 from .masking import input_mask_for
 
-__all__ = ["check_dtypes", "conv2d", "linear", "strip_plate_slots"]
+__all__ = ["check_dtypes", "conv", "conv1d", "conv2d", "conv3d", "linear", "matmul", "strip_plate_slots"]
 
 
 def strip_plate_slots(t: torch.Tensor, core_dim: int) -> torch.Tensor:
@@ -105,13 +106,28 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     return out.reshape(batch + (n, d_out))
 
 
+def matmul(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``x @ weight + bias`` for a weight stored ``[in, out]`` (the ``x @ W`` convention) with
+    leading sample dims, the plate slots dropped as in :func:`linear`. Declare the site with
+    ``infer={"dropout_dim": -2}`` so that its masks drop input units (rows)."""
+    if weight.dim() < 2:
+        raise ValueError(f"matmul: weight must be at least 2-d [in, out], got shape {tuple(weight.shape)}")
+    pending = input_mask_for(weight)
+    if pending is not None:
+        raise ValueError(
+            f"site '{pending.name}': per-example masks need an [out, in] weight used with linear(); "
+            "an [in, out] weight is masked per draw (per_example_masks=False)"
+        )
+    return linear(x, weight.transpose(-1, -2), bias)
+
+
 def conv2d(
     x: torch.Tensor,
     weight: torch.Tensor,
     bias: torch.Tensor | None = None,
-    stride: int | tuple[int, int] = 1,
-    padding: int | tuple[int, int] | str = 0,
-    dilation: int | tuple[int, int] = 1,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
     groups: int = 1,
 ) -> torch.Tensor:
     r"""2-d convolution for weights with leading sample dims.
@@ -124,32 +140,69 @@ def conv2d(
     All draws run as one grouped convolution. Under per-example masks
     (:mod:`pyro_dropout.nn.masking`) the input channels of each image are masked.
     """
-    check_dtypes("conv2d", x, weight)
-    if x.dim() < 4 or weight.dim() < 4:
+    return conv(2, x, weight, bias, stride, padding, dilation, groups)
+
+
+def conv1d(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *args: Any
+) -> torch.Tensor:
+    """1-d convolution (``x``: ``[..., N, C, L]``) for weights with leading sample dims; the
+    remaining arguments as :func:`torch.nn.functional.conv1d`'s (see :func:`conv2d`)."""
+    return conv(1, x, weight, bias, *args)
+
+
+def conv3d(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *args: Any
+) -> torch.Tensor:
+    """3-d convolution (``x``: ``[..., N, C, D, H, W]``) for weights with leading sample dims;
+    the remaining arguments as :func:`torch.nn.functional.conv3d`'s (see :func:`conv2d`)."""
+    return conv(3, x, weight, bias, *args)
+
+
+_CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+
+
+def conv(
+    dims: int,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+) -> torch.Tensor:
+    """A ``dims``-d convolution (1, 2 or 3) of :func:`conv2d`'s kind: all draws as one grouped
+    convolution, the weights' plate slots dropped."""
+    what, core = f"conv{dims}d", dims + 2
+    check_dtypes(what, x, weight)
+    if x.dim() < core or weight.dim() < core:
         raise ValueError(
-            f"conv2d: expected x [..., N, C, H, W] and weight [..., out, in, kh, kw], got "
-            f"{tuple(x.shape)} and {tuple(weight.shape)}"
+            f"{what}: expected x [..., N, C, {dims} spatial dims] and weight [..., out, in, "
+            f"{dims} kernel dims], got {tuple(x.shape)} and {tuple(weight.shape)}"
         )
-    if x.shape[-3] != weight.shape[-3] * groups:
+    if x.shape[-core + 1] != weight.shape[-core + 1] * groups:
         raise ValueError(
-            f"conv2d: input has {x.shape[-3]} channels (shape {tuple(x.shape)}) but the weight of "
-            f"shape {tuple(weight.shape)} with groups={groups} expects {weight.shape[-3] * groups}"
+            f"{what}: input has {x.shape[-core + 1]} channels (shape {tuple(x.shape)}) but the weight "
+            f"of shape {tuple(weight.shape)} with groups={groups} expects {weight.shape[-core + 1] * groups}"
         )
     pending = input_mask_for(weight)
     if pending is not None:
         if groups != 1:
-            raise ValueError(f"site '{pending.name}': per-example masks support conv2d with groups=1 only")
+            raise ValueError(f"site '{pending.name}': per-example masks support {what} with groups=1 only")
         x = pending.mask_input(x, strip_plate_slots)
-    weight = strip_plate_slots(weight, 4)
+    weight = strip_plate_slots(weight, core)
     b = None if bias is None else strip_plate_slots(bias, 1)
-    batch = _batch_shape("conv2d", x.shape[:-4], weight.shape[:-4], *(() if b is None else (b.shape[:-1],)))
+    batch = _batch_shape(what, x.shape[:-core], weight.shape[:-core], *(() if b is None else (b.shape[:-1],)))
     if not batch:
-        return F.conv2d(x, weight, b, stride, padding, dilation, groups)
+        return _CONV[dims](x, weight, b, stride, padding, dilation, groups)
     s = math.prod(batch)
-    n, c, h, w = x.shape[-4:]
-    xs = x.expand(batch + x.shape[-4:]).reshape(s, n, c, h, w).transpose(0, 1).reshape(n, s * c, h, w)
-    ws = weight.expand(batch + weight.shape[-4:]).reshape(s * weight.shape[-4], *weight.shape[-3:])
+    n, c, space = x.shape[-core], x.shape[-core + 1], x.shape[x.dim() - dims :]
+    xs = x.expand(batch + x.shape[-core:]).reshape(s, n, c, *space).transpose(0, 1).reshape(n, s * c, *space)
+    ws = weight.expand(batch + weight.shape[-core:]).reshape(
+        s * weight.shape[-core], *weight.shape[-core + 1 :]
+    )
     bs = None if b is None else b.expand(batch + b.shape[-1:]).reshape(-1)
-    out = F.conv2d(xs, ws, bs, stride, padding, dilation, groups * s)
-    out = out.reshape(n, s, weight.shape[-4], *out.shape[-2:]).transpose(0, 1)
+    out = _CONV[dims](xs, ws, bs, stride, padding, dilation, groups * s)
+    out = out.reshape(n, s, weight.shape[-core], *out.shape[2:]).transpose(0, 1)
     return out.reshape(batch + out.shape[1:])

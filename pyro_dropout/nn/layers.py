@@ -13,9 +13,9 @@ from pyro.distributions.torch_distribution import TorchDistributionMixin
 from pyro.nn import PyroModule, PyroSample
 
 from ..distributions import QuantisedGaussian, validate_dropout_rate
-from .functional import conv2d, linear
+from .functional import linear
 
-__all__ = ["Conv2d", "Linear", "declared_rate", "prior_scale_from_length_scale", "sample_site"]
+__all__ = ["BayesianLayer", "Linear", "declared_rate", "prior_scale_from_length_scale", "sample_site"]
 
 
 def sample_site(prior: Callable[[Any], Any]) -> Any:
@@ -53,7 +53,7 @@ def _prior_scale(length_scale: LengthScale, what: str) -> torch.Tensor:
     return values.reciprocal().to(torch.get_default_dtype())
 
 
-class _BayesianLayer(PyroModule):
+class BayesianLayer(PyroModule):
     """Holds prior scales as buffers so ``.to(device)`` / ``.double()`` move the priors too."""
 
     weight_shape: tuple[int, ...]
@@ -136,7 +136,7 @@ class _BayesianLayer(PyroModule):
         return self._prior(self.prior_bias_scale).expand(shape).to_event(1)
 
 
-class Linear(_BayesianLayer):
+class Linear(BayesianLayer):
     r"""A Bayesian ``nn.Linear``: ``weight`` ``[out, in]`` and ``bias`` ``[out]`` are sample sites.
 
     Each has the prior :math:`\mathcal{N}(0, l^{-2})` quantised (see
@@ -186,74 +186,3 @@ class Linear(_BayesianLayer):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}"
-
-
-class Conv2d(_BayesianLayer):
-    r"""A Bayesian ``nn.Conv2d``: ``weight`` ``[out, in/groups, kh, kw]`` and ``bias`` are sites.
-
-    Dropout masks the *input channels* of the weight (Gal & Ghahramani, 2016: dropout
-    before each convolution). The forward pass runs all weight draws as one grouped
-    convolution (:func:`~pyro_dropout.nn.functional.conv2d`).
-    """
-
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        kernel_size: int | tuple[int, int],
-        stride: int | tuple[int, int] = 1,
-        padding: int | tuple[int, int] | str = 0,
-        dilation: int | tuple[int, int] = 1,
-        groups: int = 1,
-        bias: bool = True,
-        *,
-        length_scale: LengthScale = 1.0,
-        bias_length_scale: LengthScale | None = None,
-        resolution: float | None = None,
-        prior: str = "quantised",
-        dropout: float | None = None,
-    ) -> None:
-        super().__init__()
-        self.dropout = declared_rate(dropout, "Conv2d")
-        _check_conv_sizes(in_channels, out_channels, kernel_size, stride, dilation, groups)
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(
-                f"Conv2d: channels ({in_channels}, {out_channels}) not divisible by groups={groups}"
-            )
-        kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
-        self.in_channels, self.out_channels = in_channels, out_channels
-        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
-        shape = (out_channels, in_channels // groups, kh, kw)
-        self._init_priors(shape, bias, length_scale, bias_length_scale, resolution, prior)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return conv2d(
-            x,
-            self.declared_weight(),
-            self.declared_bias(),
-            self.stride,
-            self.padding,
-            self.dilation,
-            self.groups,
-        )
-
-    def extra_repr(self) -> str:
-        return f"{self.in_channels}, {self.out_channels}, kernel_size={self.weight_shape[2:]}"
-
-
-def _check_conv_sizes(
-    in_channels: int, out_channels: int, kernel_size: object, stride: object, dilation: object, groups: int
-) -> None:
-    """Whole positive sizes for a convolution (else oneDNN's 'primitive descriptor' error)."""
-    sizes = {
-        "in_channels": in_channels,
-        "out_channels": out_channels,
-        "groups": groups,
-        "kernel_size": kernel_size,
-        "stride": stride,
-        "dilation": dilation,
-    }
-    for name, value in sizes.items():
-        items = value if isinstance(value, tuple) else (value,)
-        if not items or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in items):
-            raise ValueError(f"Conv2d: {name} must be a positive whole number (or a pair), got {value!r}")

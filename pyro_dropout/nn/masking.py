@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..distributions import MaskedWeight
+from ..distributions import MaskedWeight, mask_dim_for
 
 __all__ = ["InputMask", "input_mask_for", "per_example_masks"]
 
@@ -55,6 +55,11 @@ class InputMask:
             )
         q = self.family
         core = q.event_dim
+        if q.mask_dim != mask_dim_for(core):
+            raise ValueError(
+                f"site '{self.name}': per-example masks drop a layer's input units; this weight declares "
+                f"dropout_dim={q.mask_dim}, so it can only be masked per draw (per_example_masks=False)"
+            )
         if x.dim() < core:
             raise ValueError(
                 f"site '{self.name}': per-example masks need an input with {core} core dims "

@@ -9,8 +9,10 @@ import pytest
 import torch
 
 from pyro_dropout import DropoutGuide, QuantisedGaussian
+from pyro_dropout.distributions import BernoulliDropout
 from pyro_dropout.nn import Linear
 from pyro_dropout.nn.functional import linear
+from pyro_dropout.nn.masking import per_example_masks
 
 
 class _Net(pyro.nn.PyroModule):
@@ -88,3 +90,43 @@ def test_a_weight_declared_to_event_1_is_named():
 def test_values_before_set_up_say_how_to_set_up():
     with pytest.raises(RuntimeError, match=r"observations included \(guide\(x, y\)\)"):
         DropoutGuide(_Net()).dropout_rates()
+
+
+def _x_at_w(dim):
+    """Weights stored [in, out] and used as x @ W (the NumPyro bnn.py convention)."""
+
+    def model(x, y=None):
+        infer = {} if dim is None else {"dropout_dim": dim}
+        w1 = pyro.sample("w1", dist.Normal(0.0, 1.0).expand([3, 6]).to_event(2), infer=infer)
+        w2 = pyro.sample("w2", dist.Normal(0.0, 1.0).expand([6, 1]).to_event(2), infer=infer)
+        with pyro.plate("data", x.shape[-2]):
+            return pyro.sample("obs", dist.Normal((torch.relu(x @ w1) @ w2).squeeze(-1), 0.1), obs=y)
+
+    return model
+
+
+def test_a_weight_stored_in_out_declares_its_mask_axis():
+    """dropout_dim=-2 masks rows (the inputs of x @ W): a whole row is zero in a fraction p of
+    draws, no column ever is; the KL's entropy counts the masked units (6, not 1)."""
+    guide = DropoutGuide(_x_at_w(-2))
+    assert _rates(guide) == {"w1": 0.1, "w2": 0.1}  # w2 has 6 inputs: the default rate, not 0
+    q = guide.family("w2")
+    assert (q.mask_dim, q.num_units) == (-2, 6)
+    pyro.set_rng_seed(0)
+    draws = q.rsample((4000,))
+    assert float((draws == 0).all(-1).float().mean()) == pytest.approx(0.1, abs=0.015)  # 3 sd
+    assert not bool((draws == 0).all(-2).any())
+    assert guide.family("w1").num_units == 3
+
+
+def test_a_bad_mask_axis_and_per_example_masks_are_named():
+    with pytest.raises(ValueError, match=r"site 'w1': infer\['dropout_dim'\]: .* got 2"):
+        _rates(DropoutGuide(_x_at_w(2)))
+    guide = DropoutGuide(_Net())
+    _rates(guide)
+    q = guide.family("fc1.weight")
+    assert q.mask_dim == -1  # a layer's [out, in] weight: its inputs, the default
+    odd = BernoulliDropout(q.loc, 0.1, mask_dim=-2)
+    with per_example_masks({"fc1.weight": (odd, q.loc)}):
+        with pytest.raises(ValueError, match=r"site 'fc1.weight': per-example masks .* dropout_dim=-2"):
+            linear(torch.randn(5, 3), q.loc)

@@ -128,3 +128,7 @@ def test_a_model_that_cannot_broadcast_predicts_one_draw_at_a_time():
     assert len({tuple(w.flatten().tolist()) for w in pred["w"]}) > 1  # draws, not one repeated (seed 0)
     report = evaluate(_raw_at_model, guide, x, y, num_samples=5, parallel=False)
     assert report.num_samples == 5 and report.rmse_standard is None
+    from pyro_dropout import to_arviz
+
+    idata = to_arviz(_raw_at_model, guide, x, y, num_samples=5, parallel=False)
+    assert idata.log_likelihood["obs"].shape == (1, 5, 6)

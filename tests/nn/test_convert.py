@@ -94,5 +94,117 @@ def test_a_regression_network_and_bad_arguments():
         from_module(net, likelihood="poisson")
     with pytest.raises(ValueError, match="tau must be a positive finite number"):
         from_module(net, tau=0)
-    with pytest.raises(ValueError, match=r"no nn\.Linear or nn\.Conv2d layer"):
+    with pytest.raises(ValueError, match=r"no nn\.Linear or nn\.Conv1d/2d/3d layer"):
         from_module(nn.Sequential(nn.ReLU()))
+
+
+def _conv_block():
+    torch.manual_seed(3)
+    net = nn.Sequential(
+        nn.Conv2d(2, 4, 3, padding=1),
+        nn.BatchNorm2d(4),
+        nn.ReLU(),
+        nn.Dropout2d(0.3),
+        nn.Conv2d(4, 6, 3),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Dropout(0.2),
+        nn.Linear(6, 3),
+    )
+    net[1].running_mean.uniform_(-1, 1)
+    net[1].running_var.uniform_(0.5, 2)
+    return net
+
+
+def _fixed_mask(keep, p):
+    """An nn.Dropout forward with a given keep mask over the units (features or channels)."""
+
+    def forward(x):
+        return x * keep.reshape(keep.shape + (1,) * (x.dim() - 2)) / (1 - p)
+
+    return forward
+
+
+@pytest.mark.parametrize(
+    ("make", "x", "feeds"),
+    [
+        (_mlp, torch.randn(10, 4), {"net.3.weight": 2, "net.6.weight": 5}),
+        (_lenet, torch.randn(6, 1, 8, 8), {"net.8.weight": 7}),
+        (_conv_block, torch.randn(5, 2, 6, 6), {"net.4.weight": 3, "net.9.weight": 8}),
+    ],
+    ids=["mlp", "lenet-batchnorm", "conv-block-batchnorm"],
+)
+def test_an_mc_pass_equals_the_network_with_the_same_masks(make, x, feeds):
+    """One draw of the guide is the network in train mode with its dropouts' masks fixed to the
+    draw's (batch norm on its running statistics in both): W = M diag(z)/(1-p) drops the same
+    units as nn.Dropout's mask z on the layer's inputs."""
+    net = make()
+    model = from_module(net, likelihood="categorical")
+    guide = DropoutGuide(model)
+    guide(x, torch.zeros(len(x), dtype=torch.long))
+    pyro.set_rng_seed(4)
+    for _ in range(100):  # a draw that drops some unit, so the check is not of the mean alone
+        trace = pyro.poutine.trace(guide).get_trace(x)
+        keeps = {s: guide.family(s).keep_from_value(trace.nodes[s]["value"])[0].round() for s in feeds}
+        if any(bool((k == 0).any()) for k in keeps.values()):
+            break
+    logits = pyro.poutine.trace(pyro.poutine.replay(model, trace)).get_trace(x).nodes["logits"]["value"]
+    net.eval()
+    for site, index in feeds.items():
+        net[index].forward = _fixed_mask(keeps[site], net[index].p)
+    assert torch.allclose(logits, net(x), atol=1e-5)
+
+
+class _FunctionalDropout(nn.Module):
+    def __init__(self, always=False):
+        super().__init__()
+        self.a, self.b, self.always = nn.Linear(4, 16), nn.Linear(16, 3), always
+
+    def forward(self, x):
+        h = torch.relu(self.a(x))
+        h = torch.nn.functional.dropout(h, 0.3, training=True if self.always else self.training)
+        return self.b(h)
+
+
+def test_a_functional_dropout_in_the_forward_sets_the_next_layers_rate_and_is_removed():
+    torch.manual_seed(5)
+    x = torch.randn(7, 4)
+    for always in (False, True):  # F.dropout(h, p) left on in eval mode is removed too
+        pyro.clear_param_store()  # the guides' parameters share names in Pyro's param store
+        net = _FunctionalDropout(always)
+        model = from_module(net, likelihood="categorical")
+        guide = DropoutGuide(model)
+        guide(x, torch.zeros(7, dtype=torch.long))
+        assert {k: round(float(v), 6) for k, v in guide.dropout_rates().items()} == {
+            "net.a.weight": 0.0,
+            "net.b.weight": 0.3,
+        }
+        standard = predict_standard(model, guide, x).samples["logits"][0]
+        assert torch.allclose(standard, net.b(torch.relu(net.a(x))), atol=1e-6)
+
+
+def test_conv1d_and_conv3d_convert_and_an_untraceable_forward_is_named():
+    torch.manual_seed(6)
+    conv1d = nn.Sequential(nn.Conv1d(2, 3, 3), nn.ReLU(), nn.Flatten(), nn.Dropout(0.1), nn.Linear(12, 2))
+    conv3d = nn.Sequential(nn.Conv3d(1, 2, 2), nn.ReLU(), nn.Flatten(), nn.Linear(16, 2))
+    for net, x in ((conv1d, (5, 2, 6)), (conv3d, (3, 1, 3, 3, 3))):
+        pyro.clear_param_store()
+        x = torch.randn(*x)
+        model = from_module(net, likelihood="categorical")
+        guide = DropoutGuide(model, dropout=0.2)
+        guide(x, torch.zeros(len(x), dtype=torch.long))
+        standard = predict_standard(model, guide, x).samples["logits"][0]
+        assert torch.allclose(standard, net.eval()(x), atol=1e-6)
+        assert predict(model, guide, x, num_samples=4).probs["obs"].shape == (4, len(x), 2)
+
+    class Branchy(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(3, 2)
+
+        def forward(self, x):
+            return self.fc(x) if x.sum() > 0 else -self.fc(x)
+
+    with pytest.warns(UserWarning, match="could not trace the forward of Branchy"):
+        from_module(Branchy())
