@@ -47,7 +47,9 @@ def from_samples(
     """Build an ArviZ object from sample dicts whose arrays have the draws first (``[T, ...]``).
 
     The ``T`` draws are split into ``chains`` chains (one chain by default: MC-dropout
-    draws are independent). ``observed_data`` has no draw dim. Returns ``InferenceData``
+    draws are independent). ``observed_data`` has no draw dim. Log-likelihoods are exported in
+    float64 (in float32, ArviZ's PSIS overflows where the draws' log-likelihoods of a point
+    span more than about 88 nats, and ``loo`` returns NaN). Returns ``InferenceData``
     on arviz 0.x and a ``DataTree`` on arviz >= 1.
     """
     groups: dict[str, dict[str, np.ndarray]] = {}
@@ -58,6 +60,8 @@ def from_samples(
     ):
         if draws:
             groups[group] = {k: _by_chain(v, chains, f"{group} '{k}'") for k, v in draws.items()}
+    if "log_likelihood" in groups:  # float64: PSIS exponentiates the spread of the log-ratios
+        groups["log_likelihood"] = {k: v.astype(np.float64) for k, v in groups["log_likelihood"].items()}
     if observed_data:
         groups["observed_data"] = {k: _numpy(v) for k, v in observed_data.items()}
     if not groups:

@@ -11,6 +11,7 @@ from pyro import poutine
 from pyro.poutine.trace_struct import Trace
 from pyro.poutine.util import prune_subsample_sites
 
+from .batched import explain_batched_failure
 from .collect import DRAWS_PLATE, Buffers, fill
 from .inputs import check_finite_inputs, check_not_empty
 from .predictions import Predictions
@@ -98,7 +99,8 @@ def _chunk_traces(
     for size in _chunks(num_samples, chunk):
         with torch.no_grad(), poutine.block(), pyro.plate(DRAWS_PLATE, size, dim=-(nesting + 1)):
             latents = draw_latents(size, nesting, prototype, args, kwargs)
-            trace = poutine.trace(poutine.replay(model, trace=latents)).get_trace(*args, **kwargs)
+            with explain_batched_failure("predict", "parallel=False"):
+                trace = poutine.trace(poutine.replay(model, trace=latents)).get_trace(*args, **kwargs)
         yield size, nesting, prune_subsample_sites(trace), latents
 
 

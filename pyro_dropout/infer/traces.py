@@ -18,6 +18,7 @@ from torch.distributions import kl_divergence
 
 from ..distributions import MaskedWeight, base_prior
 from ..nn import masking
+from .batched import explain_batched_failure
 from .divergence import check_gradients, check_loss
 from .inputs import check_finite_inputs, has_non_finite
 
@@ -230,6 +231,12 @@ class DropoutTraceMixin:
         value = torch_item(loss)
         warn_if_nan(value, "loss")
         return value
+
+    def _get_vectorized_trace(
+        self, model: Callable, guide: Callable, args: tuple, kwargs: dict
+    ) -> tuple[Trace, Trace]:
+        with explain_batched_failure(type(self).__name__, "vectorize_particles=False"):
+            return super()._get_vectorized_trace(model, guide, args, kwargs)  # type: ignore[misc]
 
     def _get_trace(self, model: Callable, guide: Callable, args: tuple, kwargs: dict) -> tuple[Trace, Trace]:
         return importance_trace(

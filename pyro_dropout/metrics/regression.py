@@ -120,8 +120,9 @@ def miscalibration_area(means: object, y: object, variance: object) -> float:
 
 
 def miscalibration_area_from_pit(u: torch.Tensor) -> float:
-    """:func:`miscalibration_area` from the PIT values ``u`` ``[N]`` of the points."""
-    d = torch.sort(2 * (u.double() - 0.5).abs()).values
+    """:func:`miscalibration_area` from the PIT values ``u`` ``[N]`` of the points (``[N, D]``:
+    every output of every point)."""
+    d = torch.sort(2 * (u.double().reshape(-1) - 0.5).abs()).values
     n = d.numel()
     knots = torch.cat([d.new_zeros(1), d, d.new_ones(1)])
     a, b = knots[:-1], knots[1:]

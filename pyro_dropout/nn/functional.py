@@ -17,6 +17,7 @@ Usage::
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -25,7 +26,20 @@ from pyro.poutine.runtime import get_plates
 
 from .masking import input_mask_for
 
-__all__ = ["check_dtypes", "conv", "conv1d", "conv2d", "conv3d", "linear", "matmul", "strip_plate_slots"]
+__all__ = [
+    "avg_pool2d",
+    "check_dtypes",
+    "conv",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "flatten",
+    "linear",
+    "matmul",
+    "max_pool2d",
+    "over_draws",
+    "strip_plate_slots",
+]
 
 
 def strip_plate_slots(t: torch.Tensor, core_dim: int) -> torch.Tensor:
@@ -206,3 +220,36 @@ def conv(
     out = _CONV[dims](xs, ws, bs, stride, padding, dilation, groups * s)
     out = out.reshape(n, s, weight.shape[-core], *out.shape[2:]).transpose(0, 1)
     return out.reshape(batch + out.shape[1:])
+
+
+def over_draws(
+    fn: Callable[..., torch.Tensor], x: torch.Tensor, core: int, *args: Any, **kwargs: Any
+) -> torch.Tensor:
+    """``fn(x, *args, **kwargs)`` for an ``fn`` that takes one batch dim before ``core`` dims
+    (``F.max_pool2d``: ``[N, C, H, W]``, core 3) on ``x`` with leading draw dims ``[*S, N, ...]``:
+    they are folded into the batch and unfolded after."""
+    if x.dim() < core + 1:
+        raise ValueError(
+            f"over_draws: expected an input with a batch dim and {core} more, got {tuple(x.shape)}"
+        )
+    lead = x.shape[: x.dim() - core]
+    out = fn(x.reshape(-1, *x.shape[x.dim() - core :]), *args, **kwargs)
+    return out.reshape(*lead, *out.shape[1:])
+
+
+def max_pool2d(x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+    """``F.max_pool2d`` on images ``[..., N, C, H, W]`` with leading draw dims."""
+    return over_draws(F.max_pool2d, x, 3, *args, **kwargs)
+
+
+def avg_pool2d(x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+    """``F.avg_pool2d`` on images ``[..., N, C, H, W]`` with leading draw dims."""
+    return over_draws(F.avg_pool2d, x, 3, *args, **kwargs)
+
+
+def flatten(x: torch.Tensor, core: int) -> torch.Tensor:
+    """The last ``core`` dims of ``x`` as one (``[..., N, C, H, W]`` -> ``[..., N, C*H*W]`` with
+    ``core=3``): ``x.view(x.size(0), -1)`` for inputs with leading draw dims."""
+    if x.dim() < core + 1:
+        raise ValueError(f"flatten: expected an input with a batch dim and {core} more, got {tuple(x.shape)}")
+    return x.reshape(*x.shape[: x.dim() - core], -1)

@@ -132,3 +132,25 @@ def test_a_model_that_cannot_broadcast_predicts_one_draw_at_a_time():
 
     idata = to_arviz(_raw_at_model, guide, x, y, num_samples=5, parallel=False)
     assert idata.log_likelihood["obs"].shape == (1, 5, 6)
+
+
+def test_a_model_that_cannot_take_batched_weights_is_told_how_to_go_on():
+    """torch's 't() expects a tensor with <= 2 dimensions' becomes an error naming the switch; the
+    model's own errors (a ValueError of its making) pass through unchanged."""
+    from pyro_dropout.infer.batched import BatchedDrawError, explain_batched_failure
+
+    def model(x, y=None):
+        w = pyro.sample("w", dist.Normal(0.0, 1.0).expand([1, 3]).to_event(2))
+        with pyro.plate("data", x.shape[-2]):
+            return pyro.sample("obs", dist.Normal(torch.nn.functional.linear(x, w).squeeze(-1), 0.1), obs=y)
+
+    x, y = torch.randn(6, 3), torch.randn(6)
+    guide = DropoutGuide(model)
+    guide(x, y)
+    with pytest.raises(BatchedDrawError, match=r"predict: .* t\(\) expects .* parallel=False") as caught:
+        predict(model, guide, x, num_samples=4)
+    assert isinstance(caught.value.__cause__, RuntimeError)  # the original, chained
+    assert predict(model, guide, x, num_samples=4, parallel=False)["obs"].shape == (4, 6)
+    with pytest.raises(ValueError, match=r"^the model's own$"):
+        with explain_batched_failure("predict", "parallel=False"):
+            raise ValueError("the model's own")
