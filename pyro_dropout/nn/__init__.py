@@ -5,6 +5,7 @@ from .adapt import broadcast_pyro_layers
 from .conv import Conv1d, Conv2d, Conv3d
 from .convert import ConvertedModel, from_module
 from .layers import Linear, prior_scale_from_length_scale
+from .lenet import LeNet, length_scale_for
 from .models import MLP
 
 __all__ = [
@@ -13,10 +14,12 @@ __all__ = [
     "Conv2d",
     "Conv3d",
     "ConvertedModel",
+    "LeNet",
     "Linear",
     "broadcast_pyro_layers",
     "from_module",
     "functional",
+    "length_scale_for",
     "masking",
     "prior_scale_from_length_scale",
 ]

@@ -60,6 +60,17 @@ def strip_plate_slots(t: torch.Tensor, core_dim: int) -> torch.Tensor:
     return t.reshape(batch[:keep] + t.shape[t.dim() - core_dim :])
 
 
+def unexpand(t: torch.Tensor, core_dim: int) -> torch.Tensor:
+    """``t`` with every batch dim left of its last ``core_dim`` dims that is an expansion (stride 0:
+    the same values for every draw, as a point-mass weight of the guide) cut to size 1, so that a
+    layer computes once what would be the same for every draw; the result broadcasts as before."""
+    batch = t.dim() - core_dim
+    for dim in range(batch):
+        if t.shape[dim] > 1 and t.stride(dim) == 0:
+            t = t.narrow(dim, 0, 1)
+    return t
+
+
 def check_dtypes(what: str, x: torch.Tensor, weight: torch.Tensor) -> None:
     """A clear error when the inputs' dtype is not the weights' (integer data, or float32 data for a
     float64 model): torch's own says only 'mat1 and mat2 must have the same dtype'."""
@@ -100,8 +111,8 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     pending = input_mask_for(weight)
     if pending is not None:
         x = pending.mask_input(x, strip_plate_slots)
-    weight = strip_plate_slots(weight, 2)
-    b = None if bias is None else strip_plate_slots(bias, 1)
+    weight = strip_plate_slots(unexpand(weight, 2), 2)
+    b = None if bias is None else strip_plate_slots(unexpand(bias, 1), 1)
     if b is not None and b.shape[-1] != weight.shape[-2]:
         raise ValueError(f"linear: bias of shape {tuple(b.shape)} does not match {weight.shape[-2]} outputs")
     if weight.dim() == 2 and (b is None or b.dim() == 1):
@@ -205,8 +216,8 @@ def conv(
         if groups != 1:
             raise ValueError(f"site '{pending.name}': per-example masks support {what} with groups=1 only")
         x = pending.mask_input(x, strip_plate_slots)
-    weight = strip_plate_slots(weight, core)
-    b = None if bias is None else strip_plate_slots(bias, 1)
+    weight = strip_plate_slots(unexpand(weight, core), core)
+    b = None if bias is None else strip_plate_slots(unexpand(bias, 1), 1)
     batch = _batch_shape(what, x.shape[:-core], weight.shape[:-core], *(() if b is None else (b.shape[:-1],)))
     if not batch:
         return _CONV[dims](x, weight, b, stride, padding, dilation, groups)

@@ -63,7 +63,7 @@ def test_mask_granularity_masks():
 
 
 def test_every_example_has_a_test():
-    tested = {"uncertainty_analysis", "core_checks", "mask_granularity"}
+    tested = {"uncertainty_analysis", "core_checks", "mask_granularity", "readme_model"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} <= tested, "add a test for each new example"
 
 
@@ -73,3 +73,12 @@ def test_demo_command(tmp_path, loss):
 
     assert main(["demo", "--out", str(tmp_path), "--steps", "20", "--num-samples", "10", "--loss", loss]) == 0
     assert (tmp_path / "demo.png").stat().st_size > 5000
+
+
+def test_readme_model():
+    out = _load("readme_model").main(["--steps", "20"])
+    assert out["layers"]["rates"] == {"fc1.weight": 0.0, "fc2.weight": 0.1}  # none on the one input
+    assert out["raw"]["rates"] == {"w1": 0.0, "w2": 0.1}
+    for figures in out.values():
+        assert math.isfinite(figures["loo_elpd_60"])  # float64 log-likelihoods: no NaN from PSIS
+        assert figures["in_range_rmse"] > 0 and figures["sd_outside_over_inside"] > 0
