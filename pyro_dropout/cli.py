@@ -172,6 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     _add_demo(sub)
     _add_uci(sub)
+    from .experiments.mnist.command import add_mnist
+
+    add_mnist(sub)
     table = sub.add_parser(
         "uci-table", help="markdown table of the UCI results next to the published numbers"
     )

@@ -1,5 +1,6 @@
 """Predictive summaries and scores: regression, classification, calibration, OOD detection."""
 
+from .calibration import adaptive_ece, aurc, classwise_ece, fit_temperature, risk_coverage
 from .classification import (
     ReliabilityDiagram,
     accuracy,
@@ -42,16 +43,20 @@ __all__ = [
     "ReliabilityDiagram",
     "RunScores",
     "accuracy",
+    "adaptive_ece",
     "aupr",
+    "aurc",
     "auroc",
     "average_ranks",
     "brier_score",
     "classification_report",
+    "classwise_ece",
     "coverage",
     "crps",
     "entropy",
     "evaluate",
     "expected_calibration_error",
+    "fit_temperature",
     "gaussian_log_likelihood",
     "miscalibration_area",
     "miscalibration_area_from_pit",
@@ -62,6 +67,7 @@ __all__ = [
     "predictive_entropy",
     "regression_report",
     "reliability_diagram",
+    "risk_coverage",
     "rmse",
     "score_gaussian_draws",
     "uncertainty_scores",

@@ -1,0 +1,1 @@
+"""The MNIST experiments: OOD and misclassification detection, the rotated digit, Concrete rates."""

@@ -1,0 +1,64 @@
+"""``pyro-dropout mnist ood``: a LeNet trained on MNIST tells MNIST test images from Fashion-MNIST
+and notMNIST, and its own mistakes from its right answers; MC dropout, Concrete dropout, the
+standard network, temperature scaling and a deep ensemble side by side (paper 000 §5.2, the
+survey 002). Writes ``results.json`` (after each method: a stopped run keeps what finished) and
+the figures to ``out``."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .data import OOD_SETS, load_splits
+from .figures import ood_figures
+from .predictors import METHODS, run_method
+from .scores import method_scores
+from .settings import MnistSettings
+
+__all__ = ["run_ood"]
+
+
+def run_ood(
+    settings: MnistSettings,
+    out: str | Path,
+    *,
+    methods: tuple[str, ...] = METHODS,
+    ensemble_size: int = 5,
+    data_dir: str | Path | None = None,
+    progress: bool = True,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Train and score each method; returns what ``results.json`` holds."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    splits = load_splits(
+        data_dir,
+        validation=settings.validation,
+        train_size=settings.train_size,
+        test_size=settings.test_size,
+        ood=OOD_SETS,
+        seed=settings.seed,
+    )
+    results: dict[str, Any] = {"settings": vars(settings) | {"ensemble_size": ensemble_size}, "methods": {}}
+    done: dict[str, Any] = {}
+    for name in methods:
+        if name in done:  # scored with the training of an earlier method
+            continue
+        start = time.perf_counter()
+        probs, info = run_method(name, splits, settings, progress, ensemble_size)
+        seconds = time.perf_counter() - start
+        for method, by_set in probs.items():
+            if method not in methods:
+                continue
+            ood = {k: v for k, v in by_set.items() if k != "test"}
+            scores = method_scores(by_set["test"], splits.test[1], ood)
+            done[method] = by_set
+            results["methods"][method] = scores | {"info": info, "train_seconds": round(seconds, 1)}
+            acc, nll, ece = scores["accuracy"], scores["nll"], scores["ece"]
+            log(f"{method}: accuracy {acc:.4f}, NLL {nll:.4f}, ECE {ece:.4f}")
+        (out / "results.json").write_text(json.dumps(results, indent=1))
+    ood_figures(done, splits.test[1], out)
+    return results

@@ -1,0 +1,112 @@
+"""Each method of the OOD comparison, trained and turned into sampled class probabilities."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pyro
+import torch
+
+from ...guides import DropoutGuide
+from ...infer import predict, predict_standard
+from ...metrics import fit_temperature
+from ...nn import LeNet
+from .data import ImageSplits
+from .settings import MnistSettings
+from .training import train_classifier
+
+__all__ = ["METHODS", "Probs", "run_method"]
+
+Probs = dict[str, torch.Tensor]  # per image set ("test", an OOD set): probabilities [T, N, C]
+_BATCH = 2000  # images per prediction pass
+
+
+def _sets(splits: ImageSplits) -> dict[str, torch.Tensor]:
+    return {"test": splits.test[0], **splits.ood}
+
+
+def _in_batches(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    return torch.cat([fn(x[i : i + _BATCH]) for i in range(0, len(x), _BATCH)], dim=-2)
+
+
+def _train_lenet(
+    splits: ImageSplits, s: MnistSettings, progress: bool, desc: str, seed: int, **kwargs: Any
+) -> tuple:
+    pyro.clear_param_store()
+    dropout = kwargs.pop("dropout", 0.5)
+    model = LeNet(dropout=dropout, num_data=len(splits.train[0]))
+    guide = (
+        DropoutGuide(model, **kwargs)
+        if kwargs.get("concrete")
+        else DropoutGuide(model, dropout=None if dropout else 0.0)
+    )
+    train_classifier(
+        model,
+        guide,
+        splits.train,
+        epochs=s.epochs,
+        batch_size=s.batch_size,
+        lr=s.lr,
+        seed=seed,
+        progress=progress,
+        desc=desc,
+    )
+    return model, guide
+
+
+def _mc(model: Any, guide: Any, s: MnistSettings) -> Callable[[torch.Tensor], torch.Tensor]:
+    return lambda x: predict(model, guide, x, num_samples=s.num_samples, return_sites=["obs"]).probs["obs"]
+
+
+def _standard_logits(model: Any, guide: Any) -> Callable[[torch.Tensor], torch.Tensor]:
+    return lambda x: predict_standard(model, guide, x).samples["logits"][0]
+
+
+def mc_dropout(splits: ImageSplits, s: MnistSettings, progress: bool) -> tuple[Probs, dict, Probs]:
+    """MC dropout (T passes), and from the same network the standard one (expected weights) and
+    its temperature-scaled version (T fitted on the validation images): three methods, one training."""
+    model, guide = _train_lenet(splits, s, progress, "MC dropout", s.seed)
+    mc = {k: _in_batches(_mc(model, guide, s), x) for k, x in _sets(splits).items()}
+    logits = {k: _in_batches(_standard_logits(model, guide), x) for k, x in _sets(splits).items()}
+    temperature = fit_temperature(_in_batches(_standard_logits(model, guide), splits.val[0]), splits.val[1])
+    standard = {k: v.softmax(-1)[None] for k, v in logits.items()}
+    scaled = {k: (v / temperature).softmax(-1)[None] for k, v in logits.items()}
+    return mc, {"standard": standard, "temperature": scaled}, {"temperature": temperature}
+
+
+def concrete(splits: ImageSplits, s: MnistSettings, progress: bool) -> tuple[Probs, dict]:
+    model, guide = _train_lenet(splits, s, progress, "Concrete dropout", s.seed, concrete=True)
+    rates = {k: float(v) for k, v in guide.dropout_rates().items() if float(v) > 0}
+    return {k: _in_batches(_mc(model, guide, s), x) for k, x in _sets(splits).items()}, {"learned_p": rates}
+
+
+def ensemble(splits: ImageSplits, s: MnistSettings, progress: bool, size: int) -> Probs:
+    """``size`` networks without dropout from different initialisations and minibatch orders, each
+    one pass; their softmaxes are the draws."""
+    members: dict[str, list[torch.Tensor]] = {k: [] for k in _sets(splits)}
+    for m in range(size):
+        model, guide = _train_lenet(
+            splits, s, progress, f"ensemble {m + 1}/{size}", s.seed + 1 + m, dropout=0.0
+        )
+        for k, x in _sets(splits).items():
+            members[k].append(_in_batches(_standard_logits(model, guide), x).softmax(-1))
+    return {k: torch.stack(v) for k, v in members.items()}
+
+
+METHODS = ("mc-dropout", "standard", "temperature", "concrete", "ensemble")
+
+
+def run_method(
+    name: str, splits: ImageSplits, s: MnistSettings, progress: bool, ensemble_size: int
+) -> tuple[dict[str, Probs], dict]:
+    """The probabilities of ``name`` (and of the methods that share its training) and what it learned."""
+    if name in ("mc-dropout", "standard", "temperature"):
+        mc, others, info = mc_dropout(splits, s, progress)
+        return {"mc-dropout": mc, **others}, info
+    if name == "concrete":
+        probs, info = concrete(splits, s, progress)
+        return {"concrete": probs}, info
+    if name == "ensemble":
+        return {"ensemble": ensemble(splits, s, progress, ensemble_size)}, {"size": ensemble_size}
+    raise ValueError(f"unknown method {name!r}; known: {', '.join(METHODS)}")
