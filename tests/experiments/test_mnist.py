@@ -85,5 +85,23 @@ def test_bad_flags_and_a_missing_folder_are_one_clear_line(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["mnist", "ood", "--methods", "mc-dropout,magic"])
     assert "unknown methods ['magic']" in capsys.readouterr().err
-    assert main(["mnist", "ood", "--data-dir", str(tmp_path), "--quiet"]) == 2
+    out = tmp_path / "out"
+    assert main(["mnist", "ood", "--data-dir", str(tmp_path), "--out", str(out), "--quiet"]) == 2
     assert "mnist: no such folder" in capsys.readouterr().err
+    assert not out.exists()  # nothing written for a run that could not start
+
+
+def test_concrete_writes_a_rate_per_layer_per_size_and_width(images, tmp_path, capsys):
+    args = ["mnist", "concrete", "--data-dir", str(images), "--out", str(tmp_path), "--sizes", "100,200"]
+    args += ["--widths", "16,512", "--min-steps", "4", "--epochs", "1", "--validation", "50", "--quiet"]
+    assert main(args + ["--num-samples", "4"]) == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert set(results["rates"]) == {"100", "200"} and set(results["widths"]) == {"16", "512"}
+    for rates in list(results["rates"].values()) + list(results["widths"].values()):
+        assert len(rates) == 4 and all(
+            0 < p < 1 for p in rates
+        )  # the inputs of the 4 weight layers, from 0.1
+    assert results["widths"]["512"] == results["rates"]["200"]  # the 3x512 run on the most images
+    assert 0 <= results["accuracy"] <= 1
+    assert (tmp_path / "concrete_rates.png").stat().st_size > 10_000
+    assert "p per layer" in capsys.readouterr().out

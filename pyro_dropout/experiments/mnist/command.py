@@ -38,7 +38,6 @@ def _ood(args: argparse.Namespace) -> int:
         _settings(args),
         Path(args.out),
         methods=args.methods,
-        ensemble_size=args.ensemble_size,
         data_dir=args.data_dir,
         progress=not args.quiet,
     )
@@ -57,6 +56,38 @@ def _rotated(args: argparse.Namespace) -> int:
     return 0
 
 
+def _numbers(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected whole numbers separated by commas, got {text!r}"
+        ) from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive whole numbers, got {text!r}")
+    return values
+
+
+def _concrete(args: argparse.Namespace) -> int:
+    from .concrete_rates import SIZES, WIDTHS, run_concrete_rates
+
+    sizes = args.sizes or ((1000, 5000) if args.quick else SIZES)
+    widths = args.widths or ((512,) if args.quick else WIDTHS)
+    results = run_concrete_rates(
+        _settings(args),
+        Path(args.out),
+        sizes=sizes,
+        widths=widths,
+        min_steps=args.min_steps,
+        data_dir=args.data_dir,
+        progress=not args.quiet,
+    )
+    for size, rates in results["rates"].items():
+        print(f"{int(size):6d} images: p per layer {', '.join(f'{p:.3f}' for p in rates)}")
+    print(f"test accuracy (3x512, {max(sizes)} images): {results['accuracy']:.4f}")
+    return 0
+
+
 def _common(parser: argparse.ArgumentParser, out: str) -> None:
     parser.add_argument("--out", default=out, help=f"results.json and the figures go here (default: {out})")
     parser.add_argument(
@@ -72,7 +103,7 @@ def _common(parser: argparse.ArgumentParser, out: str) -> None:
 
 
 def add_mnist(sub: argparse._SubParsersAction) -> None:
-    mnist = sub.add_parser("mnist", help="the MNIST experiments: ood, rotated")
+    mnist = sub.add_parser("mnist", help="the MNIST experiments: ood, rotated, concrete")
     experiments = mnist.add_subparsers(dest="experiment", required=True)
     ood = experiments.add_parser(
         "ood", help="OOD and misclassification detection, calibration: five methods on LeNet"
@@ -81,8 +112,25 @@ def add_mnist(sub: argparse._SubParsersAction) -> None:
     ood.add_argument(
         "--methods", type=_methods, default=METHODS, help=f"comma-separated (default: {','.join(METHODS)})"
     )
-    ood.add_argument("--ensemble-size", type=int, default=5, help="networks in the deep ensemble (default 5)")
     ood.set_defaults(func=_ood)
     rotated = experiments.add_parser("rotated", help="paper 000 Fig. 4: a rotated digit 1 under MC dropout")
     _common(rotated, "results/mnist-rotated")
     rotated.set_defaults(func=_rotated)
+    concrete = experiments.add_parser("concrete", help="paper 001 Figs. 5-6: converged Concrete p per layer")
+    _common(concrete, "results/mnist-concrete")
+    concrete.add_argument(
+        "--sizes",
+        type=_numbers,
+        default=None,
+        help="training set sizes (default 1000,5000,10000,25000,50000; quick 1000,5000)",
+    )
+    concrete.add_argument(
+        "--widths",
+        type=_numbers,
+        default=None,
+        help="hidden units per layer (default 128,256,512,1024; quick 512)",
+    )
+    concrete.add_argument(
+        "--min-steps", type=int, default=2000, help="at least this many steps per run (default 2000)"
+    )
+    concrete.set_defaults(func=_concrete)

@@ -26,14 +26,12 @@ def run_ood(
     out: str | Path,
     *,
     methods: tuple[str, ...] = METHODS,
-    ensemble_size: int = 5,
     data_dir: str | Path | None = None,
     progress: bool = True,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Train and score each method; returns what ``results.json`` holds."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     splits = load_splits(
         data_dir,
         validation=settings.validation,
@@ -42,13 +40,14 @@ def run_ood(
         ood=OOD_SETS,
         seed=settings.seed,
     )
-    results: dict[str, Any] = {"settings": vars(settings) | {"ensemble_size": ensemble_size}, "methods": {}}
+    out.mkdir(parents=True, exist_ok=True)  # once the data is there: a bad folder leaves nothing
+    results: dict[str, Any] = {"settings": vars(settings), "methods": {}}
     done: dict[str, Any] = {}
     for name in methods:
         if name in done:  # scored with the training of an earlier method
             continue
         start = time.perf_counter()
-        probs, info = run_method(name, splits, settings, progress, ensemble_size)
+        probs, info = run_method(name, splits, settings, progress)
         seconds = time.perf_counter() - start
         for method, by_set in probs.items():
             if method not in methods:

@@ -98,7 +98,7 @@ METHODS = ("mc-dropout", "standard", "temperature", "concrete", "ensemble")
 
 
 def run_method(
-    name: str, splits: ImageSplits, s: MnistSettings, progress: bool, ensemble_size: int
+    name: str, splits: ImageSplits, s: MnistSettings, progress: bool
 ) -> tuple[dict[str, Probs], dict]:
     """The probabilities of ``name`` (and of the methods that share its training) and what it learned."""
     if name in ("mc-dropout", "standard", "temperature"):
@@ -108,5 +108,5 @@ def run_method(
         probs, info = concrete(splits, s, progress)
         return {"concrete": probs}, info
     if name == "ensemble":
-        return {"ensemble": ensemble(splits, s, progress, ensemble_size)}, {"size": ensemble_size}
+        return {"ensemble": ensemble(splits, s, progress, s.ensemble_size)}, {"size": s.ensemble_size}
     raise ValueError(f"unknown method {name!r}; known: {', '.join(METHODS)}")

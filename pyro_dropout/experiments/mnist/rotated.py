@@ -56,10 +56,10 @@ def run_rotated(
     progress: bool = True,
 ) -> dict[str, Any]:
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     splits = load_splits(
         data_dir, validation=settings.validation, train_size=settings.train_size, seed=settings.seed
     )
+    out.mkdir(parents=True, exist_ok=True)  # once the data is there: a bad folder leaves nothing
     model = LeNet(dropout=0.5, num_data=len(splits.train[0]))
     guide = DropoutGuide(model)
     train_classifier(
