@@ -65,13 +65,10 @@ class LeNet(PyroModule):
         side = ((image_size - 4) // 2 - 4) // 2
         if side < 1:
             raise ValueError(f"LeNet: images of side {image_size} are too small (at least 16)")
-        hidden = {
-            "length_scale": length_scale_for(weight_decay, num_data, dropout_all),
-            "dropout": dropout_all,
-        }
-        self.conv1 = Conv2d(channels, 20, 5, **hidden)
-        self.conv2 = Conv2d(20, 50, 5, **hidden)
-        self.fc1 = Linear(50 * side * side, 500, **hidden)
+        scale = length_scale_for(weight_decay, num_data, dropout_all)
+        self.conv1 = Conv2d(channels, 20, 5, length_scale=scale, dropout=dropout_all)
+        self.conv2 = Conv2d(20, 50, 5, length_scale=scale, dropout=dropout_all)
+        self.fc1 = Linear(50 * side * side, 500, length_scale=scale, dropout=dropout_all)
         last = length_scale_for(weight_decay, num_data, dropout)
         self.fc2 = Linear(500, classes, length_scale=last, dropout=dropout)
 

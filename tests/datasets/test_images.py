@@ -58,7 +58,7 @@ def test_every_bad_file_is_named(tmp_path):
         read_idx(folder / "train-images-idx3-ubyte.gz", 3)
     with pytest.raises(FileNotFoundError, match="no t10k-images file"):
         load_images("mnist", "test", tmp_path)
-    with pytest.raises(FileNotFoundError, match="--data-dir or .PYRO_DROPOUT_DATA"):
+    with pytest.raises(FileNotFoundError, match=r"--data-dir or .PYRO_DROPOUT_DATA"):
         load_images("fashion-mnist", "train", tmp_path)
     with pytest.raises(ValueError, match="not a plain folder name"):
         load_images("../mnist", "train", tmp_path)
@@ -69,7 +69,7 @@ def test_download_checks_every_file_against_its_checksum(tmp_path):
     x, y = _images()
     _write(source, _idx(x, 3), _idx(y, 1))
     _write(source, _idx(x, 3), _idx(y, 1), prefix="t10k")
-    with pytest.raises(ValueError, match="checksum mismatch for fashion-mnist/train-images-idx3-ubyte.gz"):
+    with pytest.raises(ValueError, match=r"checksum mismatch for fashion-mnist/train-images-idx3-ubyte\.gz"):
         download_images("fashion-mnist", tmp_path / "data", source=source.as_uri())
     assert not (tmp_path / "data" / "fashion-mnist" / "train-images-idx3-ubyte.gz").exists()
     with pytest.raises(ValueError, match="no public idx source for 'notmnist'"):

@@ -18,7 +18,7 @@ def images(tmp_path_factory):
     return write_tiny_images(tmp_path_factory.mktemp("images"))
 
 
-def test_ood_scores_mc_dropout_and_the_methods_sharing_its_network(images, tmp_path):
+def test_ood_scores_mc_dropout_and_the_methods_sharing_its_network(images, tmp_path, capsys):
     args = [
         "mnist",
         "ood",
@@ -34,6 +34,8 @@ def test_ood_scores_mc_dropout_and_the_methods_sharing_its_network(images, tmp_p
     assert set(methods) == {"mc-dropout", "standard"}  # temperature shares the training, not asked for
     assert methods["mc-dropout"]["accuracy"] > 0.5  # the bright band gives the class away
     assert 0 <= methods["mc-dropout"]["auroc"]["fashion-mnist"]["mutual_information"] <= 1
+    printed = capsys.readouterr().out  # the tables
+    assert "| mc-dropout |" in printed and "| OOD AUROC | fashion-mnist: entropy |" in printed
 
 
 @pytest.mark.slow

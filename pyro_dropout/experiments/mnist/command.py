@@ -33,14 +33,16 @@ def _methods(text: str) -> tuple[str, ...]:
 
 def _ood(args: argparse.Namespace) -> int:
     from .ood import run_ood
+    from .table import ood_tables
 
-    run_ood(
+    results = run_ood(
         _settings(args),
         Path(args.out),
         methods=args.methods,
         data_dir=args.data_dir,
         progress=not args.quiet,
     )
+    print(ood_tables(results))
     return 0
 
 
@@ -99,7 +101,7 @@ def _common(parser: argparse.ArgumentParser, out: str) -> None:
         "--quick", action="store_true", help=f"a first try, under 10 minutes on 2 cores: {QUICK} unless given"
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
-    add_flags(parser.add_argument_group("settings"), MnistSettings)
+    add_flags(parser, MnistSettings)
 
 
 def add_mnist(sub: argparse._SubParsersAction) -> None:

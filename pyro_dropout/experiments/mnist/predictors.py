@@ -63,7 +63,7 @@ def _standard_logits(model: Any, guide: Any) -> Callable[[torch.Tensor], torch.T
     return lambda x: predict_standard(model, guide, x).samples["logits"][0]
 
 
-def mc_dropout(splits: ImageSplits, s: MnistSettings, progress: bool) -> tuple[Probs, dict, Probs]:
+def mc_dropout(splits: ImageSplits, s: MnistSettings, progress: bool) -> tuple[Probs, dict, dict]:
     """MC dropout (T passes), and from the same network the standard one (expected weights) and
     its temperature-scaled version (T fitted on the validation images): three methods, one training."""
     model, guide = _train_lenet(splits, s, progress, "MC dropout", s.seed)

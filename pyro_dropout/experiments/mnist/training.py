@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pyro
 import torch
@@ -34,7 +34,7 @@ def train_classifier(
     n = len(x)
     steps_per_epoch = max(1, -(-n // batch_size))
     total = max(1, round(epochs * steps_per_epoch))
-    svi = SVI(model, guide, pyro.optim.Adam({"lr": lr}), loss or DropoutELBO())
+    svi = SVI(model, guide, cast(Any, pyro.optim).Adam({"lr": lr}), loss or DropoutELBO())
     generator = torch.Generator().manual_seed(seed)
     pyro.set_rng_seed(seed)
     losses: list[float] = []
