@@ -5,16 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pyro
 import torch
 
-from ...guides import DropoutGuide
 from ...infer import predict, predict_standard
 from ...metrics import fit_temperature
-from ...nn import LeNet
 from .data import ImageSplits
 from .settings import MnistSettings
-from .training import train_classifier
+from .training import train_lenet
 
 __all__ = ["METHODS", "Probs", "run_method"]
 
@@ -30,31 +27,6 @@ def _in_batches(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> 
     return torch.cat([fn(x[i : i + _BATCH]) for i in range(0, len(x), _BATCH)], dim=-2)
 
 
-def _train_lenet(
-    splits: ImageSplits, s: MnistSettings, progress: bool, desc: str, seed: int, **kwargs: Any
-) -> tuple:
-    pyro.clear_param_store()
-    dropout = kwargs.pop("dropout", 0.5)
-    model = LeNet(dropout=dropout, num_data=len(splits.train[0]))
-    guide = (
-        DropoutGuide(model, **kwargs)
-        if kwargs.get("concrete")
-        else DropoutGuide(model, dropout=None if dropout else 0.0)
-    )
-    train_classifier(
-        model,
-        guide,
-        splits.train,
-        epochs=s.epochs,
-        batch_size=s.batch_size,
-        lr=s.lr,
-        seed=seed,
-        progress=progress,
-        desc=desc,
-    )
-    return model, guide
-
-
 def _mc(model: Any, guide: Any, s: MnistSettings) -> Callable[[torch.Tensor], torch.Tensor]:
     return lambda x: predict(model, guide, x, num_samples=s.num_samples, return_sites=["obs"]).probs["obs"]
 
@@ -66,7 +38,7 @@ def _standard_logits(model: Any, guide: Any) -> Callable[[torch.Tensor], torch.T
 def mc_dropout(splits: ImageSplits, s: MnistSettings, progress: bool) -> tuple[Probs, dict, dict]:
     """MC dropout (T passes), and from the same network the standard one (expected weights) and
     its temperature-scaled version (T fitted on the validation images): three methods, one training."""
-    model, guide = _train_lenet(splits, s, progress, "MC dropout", s.seed)
+    model, guide = train_lenet(splits.train, s, progress=progress, desc="MC dropout")
     mc = {k: _in_batches(_mc(model, guide, s), x) for k, x in _sets(splits).items()}
     logits = {k: _in_batches(_standard_logits(model, guide), x) for k, x in _sets(splits).items()}
     temperature = fit_temperature(_in_batches(_standard_logits(model, guide), splits.val[0]), splits.val[1])
@@ -76,7 +48,7 @@ def mc_dropout(splits: ImageSplits, s: MnistSettings, progress: bool) -> tuple[P
 
 
 def concrete(splits: ImageSplits, s: MnistSettings, progress: bool) -> tuple[Probs, dict]:
-    model, guide = _train_lenet(splits, s, progress, "Concrete dropout", s.seed, concrete=True)
+    model, guide = train_lenet(splits.train, s, concrete=True, progress=progress, desc="Concrete dropout")
     rates = {k: float(v) for k, v in guide.dropout_rates().items() if float(v) > 0}
     return {k: _in_batches(_mc(model, guide, s), x) for k, x in _sets(splits).items()}, {"learned_p": rates}
 
@@ -86,8 +58,9 @@ def ensemble(splits: ImageSplits, s: MnistSettings, progress: bool, size: int) -
     one pass; their softmaxes are the draws."""
     members: dict[str, list[torch.Tensor]] = {k: [] for k in _sets(splits)}
     for m in range(size):
-        model, guide = _train_lenet(
-            splits, s, progress, f"ensemble {m + 1}/{size}", s.seed + 1 + m, dropout=0.0
+        desc = f"ensemble {m + 1}/{size}"
+        model, guide = train_lenet(
+            splits.train, s, dropout=0.0, seed=s.seed + 1 + m, progress=progress, desc=desc
         )
         for k, x in _sets(splits).items():
             members[k].append(_in_batches(_standard_logits(model, guide), x).softmax(-1))

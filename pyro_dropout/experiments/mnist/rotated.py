@@ -14,13 +14,11 @@ import torch
 import torch.nn.functional as F
 
 from ...export.plots import plot_softmax_scatter, pyplot
-from ...guides import DropoutGuide
 from ...infer import predict
 from ...metrics import mutual_information, predictive_entropy, variation_ratio
-from ...nn import LeNet
 from .data import load_splits
 from .settings import MnistSettings
-from .training import train_classifier
+from .training import train_lenet
 
 __all__ = ["rotate", "run_rotated"]
 
@@ -60,19 +58,7 @@ def run_rotated(
         data_dir, validation=settings.validation, train_size=settings.train_size, seed=settings.seed
     )
     out.mkdir(parents=True, exist_ok=True)  # once the data is there: a bad folder leaves nothing
-    model = LeNet(dropout=0.5, num_data=len(splits.train[0]))
-    guide = DropoutGuide(model)
-    train_classifier(
-        model,
-        guide,
-        splits.train,
-        epochs=settings.epochs,
-        batch_size=settings.batch_size,
-        lr=settings.lr,
-        seed=settings.seed,
-        progress=progress,
-        desc="LeNet, MC dropout",
-    )
+    model, guide = train_lenet(splits.train, settings, progress=progress, desc="LeNet, MC dropout")
     x_test, y_test = splits.test
     one = x_test[int((y_test == 1).nonzero()[0])]
     degrees = [i * step_degrees for i in range(steps)]

@@ -9,9 +9,12 @@ import torch
 from pyro.infer import SVI
 from tqdm.auto import tqdm
 
+from ...guides import DropoutGuide
 from ...infer import DropoutELBO
+from ...nn import LeNet
+from .settings import MnistSettings
 
-__all__ = ["train_classifier"]
+__all__ = ["train_classifier", "train_lenet"]
 
 
 def train_classifier(
@@ -52,3 +55,34 @@ def train_classifier(
             running = 0.0
     bar.close()
     return losses
+
+
+def train_lenet(
+    data: tuple[torch.Tensor, torch.Tensor],
+    settings: MnistSettings,
+    *,
+    dropout: float = 0.5,
+    concrete: bool = False,
+    seed: int | None = None,
+    progress: bool = True,
+    desc: str = "LeNet",
+) -> tuple[LeNet, DropoutGuide]:
+    """A :class:`~pyro_dropout.nn.LeNet` with ``dropout`` on its last layer's inputs (learned from
+    there with ``concrete``; ``dropout=0``: no dropout, a MAP network), trained on ``data``."""
+    pyro.clear_param_store()  # the guides of one run share parameter names
+    model = LeNet(dropout=dropout, num_data=len(data[0]))
+    # the layers' declared rates; 0 everywhere given as such (the guide would warn of no masks)
+    guide = DropoutGuide(model, dropout=None if dropout or concrete else 0.0, concrete=concrete)
+    s = settings
+    train_classifier(
+        model,
+        guide,
+        data,
+        epochs=s.epochs,
+        batch_size=s.batch_size,
+        lr=s.lr,
+        seed=s.seed if seed is None else seed,
+        progress=progress,
+        desc=desc,
+    )
+    return model, guide
