@@ -80,7 +80,7 @@ def _concrete(args: argparse.Namespace) -> int:
         Path(args.out),
         sizes=sizes,
         widths=widths,
-        min_steps=args.min_steps,
+        min_steps=args.min_steps or (1000 if args.quick else 2000),
         data_dir=args.data_dir,
         progress=not args.quiet,
     )
@@ -133,6 +133,6 @@ def add_mnist(sub: argparse._SubParsersAction) -> None:
         help="hidden units per layer (default 128,256,512,1024; quick 512)",
     )
     concrete.add_argument(
-        "--min-steps", type=int, default=2000, help="at least this many steps per run (default 2000)"
+        "--min-steps", type=int, default=None, help="at least this many steps per run (default 2000; quick 1000)"
     )
     concrete.set_defaults(func=_concrete)
