@@ -133,6 +133,6 @@ def add_mnist(sub: argparse._SubParsersAction) -> None:
         help="hidden units per layer (default 128,256,512,1024; quick 512)",
     )
     concrete.add_argument(
-        "--min-steps", type=int, default=None, help="at least this many steps a run (default 2000; quick 1000)"
+        "--min-steps", type=int, default=None, help="fewest steps of a run (default 2000; quick 1000)"
     )
     concrete.set_defaults(func=_concrete)
