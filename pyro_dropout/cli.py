@@ -111,10 +111,17 @@ def _download(args: argparse.Namespace) -> int:
 def _add_demo(sub: argparse._SubParsersAction) -> None:
     demo = sub.add_parser("demo", help="train MC dropout on built-in 1-d data; print figures, write a plot")
     demo.add_argument("--out", default="results/demo", help="output directory (default: results/demo)")
-    demo.add_argument("--steps", type=positive_int, default=3000)
-    demo.add_argument("--num-samples", type=positive_int, default=500)
-    demo.add_argument("--seed", type=int, default=0)
-    demo.add_argument("--loss", choices=["elbo", "bbalpha"], default="elbo")
+    demo.add_argument("--steps", type=positive_int, default=3000, help="SVI steps (default 3000)")
+    demo.add_argument(
+        "--num-samples", type=positive_int, default=500, help="MC-dropout draws for the figures (default 500)"
+    )
+    demo.add_argument("--seed", type=int, default=0, help="seed of the data, weights and masks (default 0)")
+    demo.add_argument(
+        "--loss",
+        choices=["elbo", "bbalpha"],
+        default="elbo",
+        help="DropoutELBO or BBAlpha(0.5) (default elbo)",
+    )
     demo.set_defaults(func=_demo)
 
 
@@ -167,8 +174,25 @@ def _add_uci(sub: argparse._SubParsersAction) -> None:
     uci.set_defaults(func=_uci)
 
 
+_DESCRIPTION = "Dropout as approximate Bayesian inference in Pyro: the papers' experiments, one command each."
+_EXAMPLES = """examples:
+  pyro-dropout demo                                          MC dropout on built-in 1-d data
+  pyro-dropout uci --dataset bostonHousing --method mc-dropout --out results/
+  pyro-dropout uci-table results/ --plot uci.png
+  pyro-dropout mnist ood --quick                             LeNet: OOD and misclassification detection
+  pyro-dropout COMMAND --help                                the flags of one command"""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pyro-dropout", description=__doc__)
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="pyro-dropout",
+        description=_DESCRIPTION,
+        epilog=_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"pyro-dropout {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_demo(sub)
     _add_uci(sub)

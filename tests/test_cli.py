@@ -152,3 +152,16 @@ def test_download_without_network_says_so_in_one_line(tmp_path, capsys, monkeypa
     assert main(["download-uci", "--dataset", "bostonHousing", "--data-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "could not fetch" in err[0] and "network" in err[0]
+
+
+def test_the_command_says_what_it_is_and_its_version(capsys):
+    from pyro_dropout import __version__
+    from pyro_dropout.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert capsys.readouterr().out.strip() == f"pyro-dropout {__version__}"
+    text = build_parser().format_help()
+    assert "``" not in text and "examples:" in text and "mnist ood --quick" in text
+    demo = build_parser()._subparsers._group_actions[0].choices["demo"]
+    assert all(action.help for action in demo._actions)  # every demo option says what it is
