@@ -32,6 +32,7 @@ from pyro.nn.module import to_pyro_module_
 from torch import nn
 
 from .conv import Conv1d, Conv2d, Conv3d
+from .functional import over_draws
 from .layers import Linear
 from .trace_order import Step, run_order
 
@@ -78,11 +79,7 @@ class LeadingDims(nn.Module):
         self.module, self.core = module, core
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        lead = x.shape[: x.dim() - self.core - 1]
-        if not lead:
-            return self.module(x)
-        out = self.module(x.reshape(-1, *x.shape[len(lead) + 1 :]))
-        return out.reshape(*lead, x.shape[len(lead)], *out.shape[1:])
+        return over_draws(self.module, x, self.core)
 
 
 def _core_dims(module: nn.Module) -> int:
@@ -106,6 +103,11 @@ def _bayesian(layer: Any, rate: float, length_scale: float, name: str) -> nn.Mod
     if layer.bias is not None:
         new.register_buffer("start_bias", layer.bias.detach().clone())
     return new
+
+
+def _then_drop(pending: float, p: float) -> float:
+    """The rate of two dropouts in a row: a unit is kept with the product of their keeps."""
+    return 1.0 - (1.0 - pending) * (1.0 - p)
 
 
 def _freeze(net: nn.Module) -> None:
@@ -137,13 +139,13 @@ def _convert(net: nn.Module, order: list[Step], length_scale: float, last_layer:
     rates: dict[str, float] = {}
     pending, core = 0.0, None  # the dropouts since the last weight layer; the tensor's core dims
     for kind, item in order:
-        if kind == "dropout":  # consecutive dropouts keep a unit with the product of their keeps
-            pending = 1.0 - (1.0 - pending) * (1.0 - float(item))
+        if kind == "dropout":
+            pending = _then_drop(pending, float(item))
             continue
         module = net.get_submodule(item)
         core_in, core = core, _core_after(module, core)
         if isinstance(module, _DROPOUT):
-            pending = 1.0 - (1.0 - pending) * (1.0 - float(module.p))
+            pending = _then_drop(pending, float(module.p))
             _replace(net, item, nn.Identity())
         elif item in bayesian and item not in rates:
             rates[f"{item}.weight"] = pending

@@ -20,7 +20,7 @@ __all__ = ["Step", "run_order"]
 
 Step = tuple[str, Any]  # ("module", dotted name) or ("dropout", p) of a functional dropout
 
-_FUNCTIONAL = {F.dropout, F.dropout1d, F.dropout2d, F.dropout3d, torch.dropout, torch.nn.functional.dropout}
+_FUNCTIONAL = {F.dropout, F.dropout1d, F.dropout2d, F.dropout3d, torch.dropout}
 
 
 def _functional_rate(node: Any) -> float | None:
