@@ -63,12 +63,12 @@ uci-docs: $(STAMP)
 	$(BIN)/python tools/update_uci_docs.py $(UCI_OUT)
 
 format: $(STAMP)
-	$(BIN)/ruff format pyro_dropout tests examples benchmarks
-	$(BIN)/ruff check --fix pyro_dropout tests examples benchmarks
+	$(BIN)/ruff format pyro_dropout tests examples benchmarks tools
+	$(BIN)/ruff check --fix pyro_dropout tests examples benchmarks tools
 
 docs: $(STAMP)
-	$(BIN)/python -m pip install -q "mkdocs>=1.5"
-	$(BIN)/mkdocs build --strict --site-dir site
+	$(BIN)/python -m pip install -q -e ".[docs]"
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

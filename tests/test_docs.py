@@ -2,6 +2,7 @@
 
 import importlib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,32 @@ def test_update_uci_docs(tmp_path):
     assert (docs / "img" / "uci_test_ll.png").stat().st_size > 5000
     with pytest.raises(FileNotFoundError, match="no result files"):
         tool.update(tmp_path / "empty", docs)
+
+
+def test_docs_site_serves_its_own_maths_renderer():
+    """The maths renders offline: every script and style sheet of the site is a file in docs/."""
+    repo = Path(__file__).resolve().parents[1]
+    config = (repo / "mkdocs.yml").read_text()
+    sections = re.findall(r"^extra_(?:javascript|css):\n((?:  - .*\n)+)", config, flags=re.M)
+    assets = [line.strip()[2:] for section in sections for line in section.splitlines()]
+    assert len(sections) == 2 and len(assets) >= 4
+    assert any("katex" in a for a in assets)
+    for asset in assets:
+        assert "//" not in asset, f"{asset}: loaded from another site"
+        assert (repo / "docs" / asset).is_file(), f"mkdocs.yml names {asset}, which docs/ lacks"
+    fonts = repo / "docs" / "assets" / "katex" / "fonts"
+    css = (repo / "docs" / "assets" / "katex" / "katex.min.css").read_text()
+    assert all((fonts / name).is_file() for name in re.findall(r"fonts/([\w-]+\.woff2)", css))
+
+
+def test_result_folder_pages_link_every_file():
+    hooks = load_script("tools", "docs_hooks")
+    files = [f"kin8nm_mc-dropout_split{i:02d}.json" for i in (1, 0, 10)] + ["notes.json"]
+    page = hooks.folder_page("uci", files)
+    # one row per data set and method, splits in numeric order, each a link; other files listed
+    row = "| kin8nm | mc-dropout | [0](kin8nm_mc-dropout_split00.json) [1](kin8nm_mc-dropout_split01.json) "
+    assert row + "[10](kin8nm_mc-dropout_split10.json) |" in page
+    assert "- [notes.json](notes.json)" in page and "4 files." in page
+    top = hooks.top_page({"uci": files, "other": ["a.json"]})
+    assert "- [`uci/`](uci/index.md): 4 files; the UCI benchmark" in top
+    assert "- [`other/`](other/index.md): 1 file\n" in top

@@ -17,6 +17,7 @@ import numpy as np
 __all__ = ["Dataset", "Split", "Task", "read_indices", "read_scalar"]
 
 Task = Literal["regression", "classification"]
+"""What a data set's target is: a real number, or a class index."""
 
 
 @dataclass
