@@ -193,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"pyro-dropout {__version__}")
+    parser.add_argument(
+        "--verbose", action="store_true", help="on an error, the full traceback instead of one line"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     _add_demo(sub)
     _add_uci(sub)
@@ -226,7 +229,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except (FileNotFoundError, ValueError, ConnectionError) as e:  # bad input: one clear line
-        print(f"pyro-dropout {args.command}: error: {e}", file=sys.stderr)
+        if args.verbose:
+            raise
+        print(f"pyro-dropout {args.command}: error: {e} (--verbose: the traceback)", file=sys.stderr)
         return 2
 
 

@@ -77,7 +77,10 @@ def test_table_and_cli(tiny, capsys):
     assert "Test log-likelihood" in capsys.readouterr().out
     assert (tiny / "fig" / "uci.png").stat().st_size > 5000
     assert main(["uci", "--dataset", "nope", "--method", "mc-dropout", "--data-dir", str(tiny)]) == 2
-    assert "not found" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "not found" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    with pytest.raises(FileNotFoundError, match="not found"):  # --verbose: the exception itself
+        main(["--verbose", "uci", "--dataset", "nope", "--method", "mc-dropout", "--data-dir", str(tiny)])
     (tiny / "empty").mkdir()
     assert main(["uci-table", str(tiny / "empty")]) == 2
     assert "no result files" in capsys.readouterr().err

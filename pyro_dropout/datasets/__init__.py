@@ -3,7 +3,7 @@
 from .base import Dataset, Split, Task, read_indices, read_scalar
 from .download import download_images, download_uci
 from .images import IMAGE_SETS, ImageData, find_idx, load_images, read_idx
-from .uci import UCI_DATASETS, check_name, default_data_dir, load_uci, uci_directory
+from .uci import UCI_DATASETS, available_uci, check_name, default_data_dir, load_uci, uci_directory
 
 __all__ = [
     "IMAGE_SETS",
@@ -12,6 +12,7 @@ __all__ = [
     "ImageData",
     "Split",
     "Task",
+    "available_uci",
     "check_name",
     "default_data_dir",
     "download_images",

@@ -16,6 +16,7 @@ the MC-dropout paper's public experiments (``UCI_Datasets/``; CC BY-NC 4.0);
 
 from __future__ import annotations
 
+import difflib
 import os
 from pathlib import Path
 
@@ -23,7 +24,15 @@ import numpy as np
 
 from .base import Dataset, Split, read_indices, read_scalar
 
-__all__ = ["ENV", "UCI_DATASETS", "check_name", "default_data_dir", "load_uci", "uci_directory"]
+__all__ = [
+    "ENV",
+    "UCI_DATASETS",
+    "available_uci",
+    "check_name",
+    "default_data_dir",
+    "load_uci",
+    "uci_directory",
+]
 
 UCI_DATASETS = (
     "bostonHousing",
@@ -59,12 +68,39 @@ def uci_directory(name: str, data_dir: str | Path | None = None) -> Path:
     for candidate in (root / "uci" / name / "data", root / name / "data"):
         if (candidate / "data.txt").is_file():
             return candidate
-    raise FileNotFoundError(
-        f"UCI data set '{name}' not found: expected {root / 'uci' / name / 'data' / 'data.txt'} and its "
-        f"index_train_<i>.txt, index_test_<i>.txt and settings files. Point --data-dir (or ${ENV}) at the "
-        f"folder that holds uci/, or fetch the files with `pyro-dropout download-uci --dataset {name} "
-        "--data-dir DIR` (checksums verified)."
-    )
+    raise FileNotFoundError(not_found_message(name, root))
+
+
+def available_uci(root: Path) -> list[str]:
+    """The data sets in the UCI layout under ``root/uci`` (or ``root``), by folder name."""
+    names = {
+        folder.name
+        for base in (root / "uci", root)
+        if base.is_dir()
+        for folder in base.iterdir()
+        if (folder / "data" / "data.txt").is_file()
+    }
+    return sorted(names)
+
+
+def not_found_message(name: str, root: Path) -> str:
+    """Where the data set was looked for, the names that are there, and how to get the files."""
+    found = available_uci(root)
+    close = difflib.get_close_matches(name, sorted({*found, *UCI_DATASETS}), n=1, cutoff=0.6)
+    message = f"UCI data set '{name}' not found: expected {root / 'uci' / name / 'data' / 'data.txt'}"
+    message += f" and its split files. Data sets in {root}: {', '.join(found) if found else 'none'}."
+    if close and close[0] != name:
+        message += f" Did you mean '{close[0]}'?"
+    # a benchmark data set that is not here (the name given, or the one meant) can be downloaded
+    wanted = name if name in UCI_DATASETS else (close[0] if close and close[0] in UCI_DATASETS else None)
+    if wanted is not None and wanted not in found:
+        message += (
+            f" Point --data-dir (or ${ENV}) at the folder that holds uci/, or fetch the files with "
+            f"`pyro-dropout download-uci --dataset {wanted} --data-dir DIR` (checksums verified)."
+        )
+    elif not found:
+        message += f" The published benchmark's data sets: {', '.join(UCI_DATASETS)}."
+    return message
 
 
 def _columns(folder: Path, n_columns: int) -> tuple[np.ndarray, int]:
