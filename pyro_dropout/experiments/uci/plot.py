@@ -33,7 +33,8 @@ def plot_uci(rows: list[dict[str, Any]], metric: str = "test_ll") -> Any:
     methods = methods_in(summary)
     cols = min(4, len(datasets))
     nrows = math.ceil(len(datasets) / cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(3.2 * cols, 0.35 * len(methods) * nrows + 1.2 * nrows))
+    width = max(3.2 * cols, 5.5)  # one panel: wide enough for the caption
+    fig, axes = plt.subplots(nrows, cols, figsize=(width, 0.35 * len(methods) * nrows + 1.4 * nrows))
     flat = [axes] if len(datasets) == 1 else list(getattr(axes, "flat", axes))
     index = 0 if metric == "rmse" else 2
     for ax, d in zip(flat, datasets, strict=False):
@@ -58,6 +59,7 @@ def plot_uci(rows: list[dict[str, Any]], metric: str = "test_ll") -> Any:
     for ax in flat[len(datasets) :]:
         ax.set_visible(False)
     label = "test log-likelihood (higher is better)" if metric == "test_ll" else "test RMSE (lower is better)"
-    fig.supxlabel(label + "; band: MC dropout, 2018 re-run; numbers: splits averaged", fontsize=9)
+    sep = "\n" if cols < 3 else "; "  # a caption of one line fits three panels or more
+    fig.supxlabel(label + sep + "band: MC dropout, 2018 re-run; numbers: splits averaged", fontsize=9)
     fig.tight_layout()
     return fig

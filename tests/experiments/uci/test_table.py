@@ -158,6 +158,12 @@ def test_plot_uci_panels_and_errors():
     # the published band is drawn where the data set has one: 2.90 ± 0.18 for Boston
     assert [line.get_xdata()[0] for line in visible[0].lines if line.get_label().startswith("MC")] == [2.90]
     assert not [line for line in visible[1].lines if line.get_label().startswith("MC")]
+    # one data set: the caption is inside the figure, not cut off at its edges
+    single = plot_uci([r for r in rows if r["dataset"] == "other"])
+    single.canvas.draw()
+    (caption,) = [text for text in single.texts if text.get_text().startswith("test log-likelihood")]
+    box, frame = caption.get_window_extent(), single.bbox
+    assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0
     with pytest.raises(ValueError, match="metric"):
         plot_uci(rows, "nll")
     with pytest.raises(ValueError, match="no results"):
