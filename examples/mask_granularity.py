@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from tqdm.auto import trange
 
 from pyro_dropout.experiments.uci import UCIBenchmark
 
@@ -53,6 +54,7 @@ def train_and_score(
     per_example: bool,
     num_samples: int,
     seed: int = 0,
+    desc: str = "epochs",
 ) -> dict[str, float]:
     """Train on (x, y), standardised with their own statistics; score on the test rows."""
     x_mean, x_std = x.mean(0), x.std(0)
@@ -72,7 +74,7 @@ def train_and_score(
     batches = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed + 1)  # the masks
     start = time.perf_counter()
-    for _ in range(epochs):
+    for _ in trange(epochs, desc=desc, unit="epoch", leave=False):  # minutes on the larger sets
         for idx in torch.randperm(n, generator=batches).split(128):
             fit = (_forward(xs[idx], params, p, per_example) - ys[idx]).pow(2).mean()
             loss = fit + decay * (params[0].pow(2).sum() + params[2].pow(2).sum())
@@ -141,6 +143,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict]:
             per_example,
             args.num_samples,
             args.seed,
+            desc=f"mask per {name[4:].replace('_', ' ')}",
         )
         r = out[name]
         print(
@@ -162,7 +165,7 @@ def library_runs(
 
     hyper = {"p": args.p, "tau": args.tau, "epochs": epochs}
     specs = [Spec(args.split, train, test, dict(hyper)) for _ in range(args.library_runs)]
-    settings = Settings(progress=False, seed=args.seed, per_example_masks=args.library_masks == "example")
+    settings = Settings(progress=True, seed=args.seed, per_example_masks=args.library_masks == "example")
     start = time.perf_counter()
     scores = train_and_score(data, get_method("mc-dropout"), specs, settings, args.num_samples, "")
     for r in scores:

@@ -29,6 +29,15 @@ def test_core_checks():
     out = _load("core_checks").main(["--steps", "40", "--concrete-steps", "5"])
     assert out["alpha_1e-8_relative_gap"] < 1e-6  # the same figure the BB-alpha tests assert
     assert set(out["learned_p_N10"]) == {"hidden.0.weight", "hidden.1.weight", "output.weight"}
+    verdicts = {name: passed for name, passed, _ in out["checks"]}
+    assert set(verdicts) == {"known answer", "BB-alpha as alpha -> 0", "Concrete p falls with N"}
+    assert verdicts["BB-alpha as alpha -> 0"]  # the others need the full steps: a slow test runs them
+
+
+@pytest.mark.slow
+def test_core_checks_pass_at_their_defaults():
+    out = _load("core_checks").main([])  # about 2 minutes
+    assert all(passed for _, passed, _ in out["checks"]), out["checks"]
 
 
 def test_mask_granularity(tmp_path):
