@@ -36,26 +36,8 @@ def plot_uci(rows: list[dict[str, Any]], metric: str = "test_ll") -> Any:
     width = max(3.2 * cols, 5.5)  # one panel: wide enough for the caption
     fig, axes = plt.subplots(nrows, cols, figsize=(width, 0.35 * len(methods) * nrows + 1.4 * nrows))
     flat = [axes] if len(datasets) == 1 else list(getattr(axes, "flat", axes))
-    index = 0 if metric == "rmse" else 2
     for ax, d in zip(flat, datasets, strict=False):
-        ref = PUBLISHED[REFERENCE].get(d)
-        if ref is not None:
-            mean, se = ref[index], ref[index + 1]
-            ax.axvspan(mean - se, mean + se, color="tab:orange", alpha=0.3, lw=0)
-            ax.axvline(mean, color="tab:orange", lw=1, label="MC dropout, 2018 re-run")
-        for y, m in enumerate(methods):
-            if (d, m) not in summary:
-                continue
-            s = summary[(d, m)]
-            mean, se = s[metric]
-            ax.errorbar(mean, y, xerr=se if math.isfinite(se) else None, fmt="o", color="tab:blue", ms=4)
-            label = str(s["splits"])
-            ax.annotate(label, (mean, y), xytext=(0, 4), textcoords="offset points", fontsize=6, ha="center")
-        ax.set_yticks(range(len(methods)), methods, fontsize=8)
-        ax.set_ylim(len(methods) - 0.5, -0.5)
-        ax.set_title(d, fontsize=9)
-        ax.tick_params(axis="x", labelsize=7)
-        ax.grid(axis="x", alpha=0.3)
+        _panel(ax, d, summary, methods, metric)
     for ax in flat[len(datasets) :]:
         ax.set_visible(False)
     label = "test log-likelihood (higher is better)" if metric == "test_ll" else "test RMSE (lower is better)"
@@ -63,3 +45,27 @@ def plot_uci(rows: list[dict[str, Any]], metric: str = "test_ll") -> Any:
     fig.supxlabel(label + sep + "band: MC dropout, 2018 re-run; numbers: splits averaged", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def _panel(ax: Any, d: str, summary: dict, methods: list[str], metric: str) -> None:
+    """One data set: the published band, then each method's mean ± standard error."""
+    index = 0 if metric == "rmse" else 2
+    ref = PUBLISHED[REFERENCE].get(d)
+    if ref is not None:
+        mean, se = ref[index], ref[index + 1]
+        ax.axvspan(mean - se, mean + se, color="tab:orange", alpha=0.3, lw=0)
+        ax.axvline(mean, color="tab:orange", lw=1, label="MC dropout, 2018 re-run")
+    for y, m in enumerate(methods):
+        if (d, m) not in summary:
+            continue
+        s = summary[(d, m)]
+        mean, se = s[metric]
+        ax.errorbar(mean, y, xerr=se if math.isfinite(se) else None, fmt="o", color="tab:blue", ms=4)
+        ax.annotate(
+            str(s["splits"]), (mean, y), xytext=(0, 4), textcoords="offset points", fontsize=6, ha="center"
+        )
+    ax.set_yticks(range(len(methods)), methods, fontsize=8)
+    ax.set_ylim(len(methods) - 0.5, -0.5)
+    ax.set_title(d, fontsize=9)
+    ax.tick_params(axis="x", labelsize=7)
+    ax.grid(axis="x", alpha=0.3)
