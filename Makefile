@@ -24,10 +24,10 @@ demo: $(STAMP)
 	$(BIN)/pyro-dropout demo --out results/demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -q -m slow
+	$(BIN)/python -m pytest -q -n auto -m slow
 
 test-all: test test-slow
 

@@ -1,8 +1,18 @@
 from __future__ import annotations
 
+import os
+
 import pyro
 import pytest
 import torch
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (``make test`` runs one worker per core) each worker computes on one
+    thread: the tests' networks are small, and two workers of two threads each on two cores spend
+    their time waiting on each other."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        torch.set_num_threads(1)
 
 
 def pytest_collection_modifyitems(config, items):

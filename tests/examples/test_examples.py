@@ -40,6 +40,31 @@ def test_core_checks_pass_at_their_defaults():
     assert all(passed for _, passed, _ in out["checks"]), out["checks"]
 
 
+def test_mask_granularity_runs_every_option(tmp_path):
+    """Every path of the script, briefly (the figures it must reach: the slow test below)."""
+    root = write_tiny_uci(tmp_path)
+    args = [
+        "--dataset",
+        "tiny",
+        "--data-dir",
+        str(root),
+        "--epochs",
+        "20",
+        "--num-samples",
+        "10",
+        "--tau",
+        "4",
+    ]
+    out = _load("mask_granularity").main([*args, "--library-runs", "2"])
+    assert set(out) == {"per_example", "per_minibatch", "library"} and len(out["library"]["rmse"]) == 2
+    assert all(math.isfinite(out[name]["test_ll"]) for name in ("per_example", "per_minibatch"))
+    alone = _load("mask_granularity").main(
+        [*args, "--library-runs", "1", "--library-only", "--library-masks", "example"]
+    )
+    assert set(alone) == {"library"} and len(alone["library"]["rmse"]) == 1
+
+
+@pytest.mark.slow
 def test_mask_granularity(tmp_path):
     root = write_tiny_uci(tmp_path)
     args = ["--dataset", "tiny", "--data-dir", str(root), "--epochs", "2000", "--num-samples", "50"]
