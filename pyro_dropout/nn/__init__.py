@@ -2,6 +2,7 @@
 
 from . import functional, masking
 from .adapt import broadcast_pyro_layers
+from .classifiers import concrete_mlp, small_mlp
 from .conv import Conv1d, Conv2d, Conv3d
 from .convert import ConvertedModel, from_module
 from .layers import Linear, prior_scale_from_length_scale
@@ -17,9 +18,11 @@ __all__ = [
     "LeNet",
     "Linear",
     "broadcast_pyro_layers",
+    "concrete_mlp",
     "from_module",
     "functional",
     "length_scale_for",
     "masking",
     "prior_scale_from_length_scale",
+    "small_mlp",
 ]

@@ -10,7 +10,6 @@ every size). Writes ``results.json`` (after each run) and ``concrete_rates.png``
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from ...export.plots import pyplot
 from ...guides import DropoutGuide
 from ...infer import predict
 from ...metrics import accuracy
-from ...nn import MLP
+from ...nn import concrete_mlp
 from .data import load_splits
 from .settings import MnistSettings
 from .training import train_classifier
@@ -38,9 +37,7 @@ def _fit(
     x: torch.Tensor, y: torch.Tensor, width: int, s: MnistSettings, min_steps: int, progress: bool, desc: str
 ) -> tuple:
     pyro.clear_param_store()
-    sizes = (x.shape[-1], width, width)
-    scales = [LENGTH_SCALE * math.sqrt(k) for k in (*sizes, width)]
-    model = MLP(x.shape[-1], 10, hidden=(width,) * 3, likelihood="categorical", length_scale=scales)
+    model = concrete_mlp(width, 3, in_features=x.shape[-1], length_scale=LENGTH_SCALE)
     guide = DropoutGuide(model, concrete=True, init_dropout=0.1)
     epochs = max(s.epochs, min_steps * s.batch_size / len(x))  # p converges slowly on few images
     train_classifier(
