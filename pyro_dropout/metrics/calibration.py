@@ -14,6 +14,8 @@ r"""Calibration beyond equal-width ECE, and selective prediction.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ._checks import check_labels, check_probs
@@ -84,17 +86,25 @@ def aurc(probs: object, labels: object, uncertainty: torch.Tensor | None = None)
 
 
 def fit_temperature(logits: torch.Tensor, labels: object, steps: int = 100) -> float:
-    """The temperature minimising the NLL of ``softmax(logits / T)`` (``logits`` ``[N, C]``)."""
-    if logits.dim() != 2:
-        raise ValueError(f"fit_temperature: logits must be [N, C], got {tuple(logits.shape)}")
-    y = check_labels(labels, logits.shape[0], logits.shape[1])
+    """The temperature T minimising the NLL of the predictive made from ``logits / T``.
+
+    ``logits`` ``[N, C]``: one network, the NLL of ``softmax(logits / T)`` (Guo et al. 2017).
+    ``logits`` ``[S, N, C]``: S stochastic passes (MC dropout), the NLL of the mean of their
+    ``softmax(logits_s / T)``, the predictive that is then scored; one T for every pass.
+    """
+    if logits.dim() not in (2, 3):
+        raise ValueError(f"fit_temperature: logits must be [N, C] or [S, N, C], got {tuple(logits.shape)}")
+    y = check_labels(labels, logits.shape[-2], logits.shape[-1])
     log_t = torch.zeros((), dtype=torch.float64, requires_grad=True)
     z = logits.detach().double()
+    z = z if z.dim() == 3 else z.unsqueeze(0)
     optimiser = torch.optim.LBFGS([log_t], lr=0.5, max_iter=steps, line_search_fn="strong_wolfe")
+    rows = torch.arange(z.shape[-2])
 
     def closure() -> torch.Tensor:
         optimiser.zero_grad()
-        loss = torch.nn.functional.cross_entropy(z / log_t.exp(), y)
+        log_p = (z / log_t.exp()).log_softmax(-1)[:, rows, y]  # [S, N]
+        loss = -(log_p.logsumexp(0) - math.log(z.shape[0])).mean()
         loss.backward()
         return loss
 

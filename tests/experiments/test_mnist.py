@@ -27,11 +27,13 @@ def test_ood_scores_mc_dropout_and_the_methods_sharing_its_network(images, tmp_p
         "--out",
         str(tmp_path),
         "--methods",
-        "mc-dropout,standard",
+        "mc-dropout,mc-dropout-temperature,standard",
     ]
     assert main(args + TINY) == 0
     methods = json.loads((tmp_path / "results.json").read_text())["methods"]
-    assert set(methods) == {"mc-dropout", "standard"}  # temperature shares the training, not asked for
+    # temperature shares the training, but was not asked for
+    assert set(methods) == {"mc-dropout", "mc-dropout-temperature", "standard"}
+    assert methods["mc-dropout-temperature"]["info"]["mc_temperature"] > 0
     assert methods["mc-dropout"]["accuracy"] > 0.5  # the bright band gives the class away
     assert 0 <= methods["mc-dropout"]["auroc"]["fashion-mnist"]["mutual_information"] <= 1
     printed = capsys.readouterr().out  # the tables
@@ -44,7 +46,14 @@ def test_ood_writes_every_score_for_every_method(images, tmp_path):
     assert main(args + TINY) == 0
     results = json.loads((tmp_path / "results.json").read_text())
     methods = results["methods"]
-    assert set(methods) == {"mc-dropout", "standard", "temperature", "concrete", "ensemble"}
+    assert set(methods) == {
+        "mc-dropout",
+        "mc-dropout-temperature",
+        "standard",
+        "temperature",
+        "concrete",
+        "ensemble",
+    }
     for name, scores in methods.items():
         assert {"accuracy", "nll", "brier", "ece", "adaptive_ece", "classwise_ece", "aurc"} <= set(scores)
         for ood in ("fashion-mnist", "notmnist"):

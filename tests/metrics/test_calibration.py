@@ -53,5 +53,8 @@ def test_temperature_scaling_recovers_the_temperature():
     logits, labels = _calibrated(seed=1)
     assert fit_temperature(3.0 * logits, labels) == pytest.approx(3.0, rel=0.05)
     assert fit_temperature(logits, labels) == pytest.approx(1.0, rel=0.05)
-    with pytest.raises(ValueError, match=r"logits must be \[N, C\]"):
-        fit_temperature(logits[None], labels)
+    # S passes: the T of the averaged predictive; identical passes give the one-network T
+    assert fit_temperature((3.0 * logits).expand(5, -1, -1), labels) == pytest.approx(3.0, rel=0.05)
+    assert fit_temperature(logits.expand(2, -1, -1), labels) == pytest.approx(fit_temperature(logits, labels))
+    with pytest.raises(ValueError, match=r"logits must be \[N, C\] or \[S, N, C\]"):
+        fit_temperature(logits[None, None], labels)

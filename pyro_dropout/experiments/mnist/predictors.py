@@ -31,20 +31,32 @@ def _mc(model: Any, guide: Any, s: MnistSettings) -> Callable[[torch.Tensor], to
     return lambda x: predict(model, guide, x, num_samples=s.num_samples, return_sites=["obs"]).probs["obs"]
 
 
+def _mc_logits(model: Any, guide: Any, s: MnistSettings) -> Callable[[torch.Tensor], torch.Tensor]:
+    return lambda x: predict(model, guide, x, num_samples=s.num_samples, return_sites=["logits"]).samples[
+        "logits"
+    ]
+
+
 def _standard_logits(model: Any, guide: Any) -> Callable[[torch.Tensor], torch.Tensor]:
     return lambda x: predict_standard(model, guide, x).samples["logits"][0]
 
 
 def mc_dropout(splits: ImageSplits, s: MnistSettings, progress: bool) -> tuple[Probs, dict, dict]:
-    """MC dropout (T passes), and from the same network the standard one (expected weights) and
-    its temperature-scaled version (T fitted on the validation images): three methods, one training."""
+    """MC dropout (T passes), and from the same network: MC dropout with a temperature (one T for
+    every pass, fitted on the validation images to the NLL of their average), the standard network
+    (expected weights) and its temperature-scaled version: four methods, one training."""
     model, guide = train_lenet(splits.train, s, progress=progress, desc="MC dropout")
-    mc = {k: _in_batches(_mc(model, guide, s), x) for k, x in _sets(splits).items()}
+    mc = {k: _in_batches(_mc_logits(model, guide, s), x) for k, x in _sets(splits).items()}
+    t_mc = fit_temperature(_in_batches(_mc_logits(model, guide, s), splits.val[0]), splits.val[1])
     logits = {k: _in_batches(_standard_logits(model, guide), x) for k, x in _sets(splits).items()}
     temperature = fit_temperature(_in_batches(_standard_logits(model, guide), splits.val[0]), splits.val[1])
-    standard = {k: v.softmax(-1)[None] for k, v in logits.items()}
-    scaled = {k: (v / temperature).softmax(-1)[None] for k, v in logits.items()}
-    return mc, {"standard": standard, "temperature": scaled}, {"temperature": temperature}
+    others = {
+        "mc-dropout-temperature": {k: (v / t_mc).softmax(-1) for k, v in mc.items()},
+        "standard": {k: v.softmax(-1)[None] for k, v in logits.items()},
+        "temperature": {k: (v / temperature).softmax(-1)[None] for k, v in logits.items()},
+    }
+    mc_probs = {k: v.softmax(-1) for k, v in mc.items()}
+    return mc_probs, others, {"temperature": temperature, "mc_temperature": t_mc}
 
 
 def concrete(splits: ImageSplits, s: MnistSettings, progress: bool) -> tuple[Probs, dict]:
@@ -67,14 +79,15 @@ def ensemble(splits: ImageSplits, s: MnistSettings, progress: bool, size: int) -
     return {k: torch.stack(v) for k, v in members.items()}
 
 
-METHODS = ("mc-dropout", "standard", "temperature", "concrete", "ensemble")
+METHODS = ("mc-dropout", "mc-dropout-temperature", "standard", "temperature", "concrete", "ensemble")
+_SHARED = ("mc-dropout", "mc-dropout-temperature", "standard", "temperature")  # one training
 
 
 def run_method(
     name: str, splits: ImageSplits, s: MnistSettings, progress: bool
 ) -> tuple[dict[str, Probs], dict]:
     """The probabilities of ``name`` (and of the methods that share its training) and what it learned."""
-    if name in ("mc-dropout", "standard", "temperature"):
+    if name in _SHARED:
         mc, others, info = mc_dropout(splits, s, progress)
         return {"mc-dropout": mc, **others}, info
     if name == "concrete":
