@@ -16,8 +16,6 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from mkdocs.structure.files import File, Files
-
 MATH_ROLE = re.compile(r":math:<code>(.*?)</code>", flags=re.S)
 SPLIT = re.compile(r"^(?P<dataset>[^_]+)_(?P<method>.+)_split(?P<split>\d+)\.json$")
 ABOUT = {
@@ -69,7 +67,9 @@ def result_folders(docs_dir: Path) -> dict[str, list[str]]:
     }
 
 
-def on_files(files: Files, config) -> Files:  # MkDocs passes its config
+def on_files(files, config):  # MkDocs passes its Files and config; mkdocs is imported only here
+    from mkdocs.structure.files import File
+
     folders = result_folders(Path(config["docs_dir"]))
     if not folders:
         return files
