@@ -1,15 +1,16 @@
 """The README's code blocks run as written, and give what they say."""
 
-import re
 from pathlib import Path
 
 import torch
+
+from tests.scripts import load_script
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    return load_script("tools", "run_tutorials").python_blocks(README)
 
 
 def test_readme_quick_start_runs(capsys, tmp_path, monkeypatch):

@@ -26,6 +26,10 @@ ABOUT = {
 }
 
 
+def _count(n: int) -> str:
+    return f"{n} file" + ("" if n == 1 else "s")
+
+
 def folder_page(name: str, files: list[str]) -> str:
     """The index page of one result folder: split files grouped, the others listed."""
     grouped: dict[tuple[str, str], list[tuple[int, str]]] = defaultdict(list)
@@ -36,7 +40,7 @@ def folder_page(name: str, files: list[str]) -> str:
             grouped[match["dataset"], match["method"]].append((int(match["split"]), file))
         else:
             others.append(file)
-    lines = [f"# `docs/results/{name}`", "", f"{len(files)} file" + ("s." if len(files) != 1 else "."), ""]
+    lines = [f"# `docs/results/{name}`", "", f"{_count(len(files))}.", ""]
     if grouped:
         lines += ["| data set | method | splits |", "| --- | --- | --- |"]
         for (dataset, method), splits in sorted(grouped.items()):
@@ -51,8 +55,9 @@ def top_page(folders: dict[str, list[str]]) -> str:
     lines = ["# Result files", "", "The JSON files behind the tables and figures of these pages.", ""]
     for name, files in sorted(folders.items()):
         about = ABOUT.get(name, "")
-        count = f"{len(files)} file" + ("s" if len(files) != 1 else "")
-        lines.append(f"- [`{name}/`]({name}/index.md): {count}" + (f"; {about}" if about else ""))
+        lines.append(
+            f"- [`{name}/`]({name}/index.md): {_count(len(files))}" + (f"; {about}" if about else "")
+        )
     return "\n".join(lines) + "\n"
 
 

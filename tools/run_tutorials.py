@@ -6,7 +6,7 @@ script runs them in ``docs/tutorials`` so that the figures the pages show are th
 makes::
 
     python tools/run_tutorials.py                   # every page
-    python tools/run_tutorials.py bbalpha.md        # one page
+    python tools/run_tutorials.py own-model.md      # one page
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ TUTORIALS = Path(__file__).resolve().parents[1] / "docs" / "tutorials"
 
 
 def python_blocks(page: Path) -> list[str]:
-    """The page's fenced ``python`` blocks, in order."""
+    """The page's fenced ``python`` blocks, in order (a tutorial page's, or the README's)."""
     return re.findall(r"^```python\n(.*?)^```", page.read_text(), flags=re.S | re.M)
 
 

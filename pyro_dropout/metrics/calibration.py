@@ -14,10 +14,9 @@ r"""Calibration beyond equal-width ECE, and selective prediction.
 
 from __future__ import annotations
 
-import math
-
 import torch
 
+from ..ops import log_mean_exp
 from ._checks import check_labels, check_probs
 
 __all__ = ["adaptive_ece", "aurc", "classwise_ece", "fit_temperature", "risk_coverage"]
@@ -104,7 +103,7 @@ def fit_temperature(logits: torch.Tensor, labels: object, steps: int = 100) -> f
     def closure() -> torch.Tensor:
         optimiser.zero_grad()
         log_p = (z / log_t.exp()).log_softmax(-1)[:, rows, y]  # [S, N]
-        loss = -(log_p.logsumexp(0) - math.log(z.shape[0])).mean()
+        loss = -log_mean_exp(log_p, dim=0).mean()
         loss.backward()
         return loss
 

@@ -27,18 +27,25 @@ def _in_batches(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> 
     return torch.cat([fn(x[i : i + _BATCH]) for i in range(0, len(x), _BATCH)], dim=-2)
 
 
-def _mc(model: Any, guide: Any, s: MnistSettings) -> Callable[[torch.Tensor], torch.Tensor]:
-    return lambda x: predict(model, guide, x, num_samples=s.num_samples, return_sites=["obs"]).probs["obs"]
-
-
 def _mc_logits(model: Any, guide: Any, s: MnistSettings) -> Callable[[torch.Tensor], torch.Tensor]:
-    return lambda x: predict(model, guide, x, num_samples=s.num_samples, return_sites=["logits"]).samples[
-        "logits"
-    ]
+    """The logits of T stochastic passes, ``[T, N, C]``; their softmax is the MC-dropout draws."""
+
+    def logits(x: torch.Tensor) -> torch.Tensor:
+        return predict(model, guide, x, num_samples=s.num_samples, return_sites=["logits"]).samples["logits"]
+
+    return logits
 
 
 def _standard_logits(model: Any, guide: Any) -> Callable[[torch.Tensor], torch.Tensor]:
     return lambda x: predict_standard(model, guide, x).samples["logits"][0]
+
+
+def _logits_and_temperature(
+    fn: Callable[[torch.Tensor], torch.Tensor], splits: ImageSplits
+) -> tuple[dict[str, torch.Tensor], float]:
+    """``fn``'s logits on every image set, and the temperature fitted to them on the validation images."""
+    logits = {k: _in_batches(fn, x) for k, x in _sets(splits).items()}
+    return logits, fit_temperature(_in_batches(fn, splits.val[0]), splits.val[1])
 
 
 def mc_dropout(splits: ImageSplits, s: MnistSettings, progress: bool) -> tuple[Probs, dict, dict]:
@@ -46,10 +53,8 @@ def mc_dropout(splits: ImageSplits, s: MnistSettings, progress: bool) -> tuple[P
     every pass, fitted on the validation images to the NLL of their average), the standard network
     (expected weights) and its temperature-scaled version: four methods, one training."""
     model, guide = train_lenet(splits.train, s, progress=progress, desc="MC dropout")
-    mc = {k: _in_batches(_mc_logits(model, guide, s), x) for k, x in _sets(splits).items()}
-    t_mc = fit_temperature(_in_batches(_mc_logits(model, guide, s), splits.val[0]), splits.val[1])
-    logits = {k: _in_batches(_standard_logits(model, guide), x) for k, x in _sets(splits).items()}
-    temperature = fit_temperature(_in_batches(_standard_logits(model, guide), splits.val[0]), splits.val[1])
+    mc, t_mc = _logits_and_temperature(_mc_logits(model, guide, s), splits)
+    logits, temperature = _logits_and_temperature(_standard_logits(model, guide), splits)
     others = {
         "mc-dropout-temperature": {k: (v / t_mc).softmax(-1) for k, v in mc.items()},
         "standard": {k: v.softmax(-1)[None] for k, v in logits.items()},
@@ -62,7 +67,8 @@ def mc_dropout(splits: ImageSplits, s: MnistSettings, progress: bool) -> tuple[P
 def concrete(splits: ImageSplits, s: MnistSettings, progress: bool) -> tuple[Probs, dict]:
     model, guide = train_lenet(splits.train, s, concrete=True, progress=progress, desc="Concrete dropout")
     rates = {k: float(v) for k, v in guide.dropout_rates().items() if float(v) > 0}
-    return {k: _in_batches(_mc(model, guide, s), x) for k, x in _sets(splits).items()}, {"learned_p": rates}
+    probs = {k: _in_batches(_mc_logits(model, guide, s), x).softmax(-1) for k, x in _sets(splits).items()}
+    return probs, {"learned_p": rates}
 
 
 def ensemble(splits: ImageSplits, s: MnistSettings, progress: bool, size: int) -> Probs:
