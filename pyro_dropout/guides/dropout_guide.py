@@ -18,12 +18,21 @@ from pyro.infer.autoguide.initialization import InitMessenger
 from pyro.infer.autoguide.utils import deep_setattr
 from pyro.nn import PyroModule, PyroParam
 from pyro.ops.tensor_utils import periodic_repeat
+from pyro.poutine.util import site_is_subsample
 from torch.distributions import constraints
 
 from ..distributions import BernoulliDropout, ConcreteDropout
 from ..nn import broadcast_pyro_layers
 from .initialization import base_prior, init_to_fan_in, is_gaussian_prior
-from .rates import DropoutSpec, Rate, check_spec, declared_mask_dim, site_rate, warn_about_masks
+from .rates import (
+    DropoutSpec,
+    Rate,
+    check_spec,
+    check_weights_outside_data_plates,
+    declared_mask_dim,
+    site_rate,
+    warn_about_masks,
+)
 
 __all__ = ["DropoutGuide", "DropoutSpec"]
 
@@ -131,6 +140,11 @@ class DropoutGuide(AutoGuide):
         self._rates: DropoutSpec | None = init_dropout if concrete else dropout
 
     # --- set-up ----------------------------------------------------------------------
+    @staticmethod
+    def _prototype_hide_fn(msg: Any) -> bool:
+        # AutoGuide's, but the observed sites stay in the prototype trace for one check
+        return msg["type"] != "sample" or site_is_subsample(msg)
+
     def _rate(self, name: str, site: dict, matrix: bool) -> Rate:
         return site_rate(self._rates, self.concrete, name, site, matrix)
 
@@ -191,6 +205,9 @@ class DropoutGuide(AutoGuide):
                     f"DropoutGuide: {what} given for sites not in the model: {unknown} "
                     f"(its latent sites: {sorted(self._roles)})"
                 )
+        check_weights_outside_data_plates(self.prototype_trace, self._roles)
+        for name in [n for n, site in self.prototype_trace.nodes.items() if site.get("is_observed")]:
+            self.prototype_trace.remove_node(name)  # kept only for that check
         warn_about_masks(self.prototype_trace, self._roles, self.concrete, self._rates is None)
 
     # --- the guide -------------------------------------------------------------------

@@ -130,5 +130,29 @@ def warn_about_masks(trace: Any, roles: Mapping[str, Any], concrete: bool, defau
         )
 
 
+def check_weights_outside_data_plates(trace: Any, roles: Mapping[str, Any]) -> None:
+    """Refuse a weight matrix drawn inside the innermost plate of an observed site (the data
+    plate): a layer called inside ``with pyro.plate("data", N)`` gets one weight per data point,
+    a different model from the network meant, and shapes that break far from the cause."""
+    data_plates = {}
+    for name, site in trace.nodes.items():
+        if site["type"] == "sample" and site["is_observed"]:
+            frames = [f for f in site["cond_indep_stack"] if f.vectorized and f.dim is not None]
+            if frames:
+                data_plates[max(frames, key=lambda f: f.dim).name] = name
+    for name, site in trace.iter_stochastic_nodes():
+        if not (roles[name].masked and roles[name].event_dim >= 2):
+            continue
+        inside = [f.name for f in site["cond_indep_stack"] if f.name in data_plates]
+        if inside:
+            raise ValueError(
+                f"DropoutGuide: the weight site '{name}' is drawn inside plate '{inside[0]}', the data plate "
+                f"of the observed site '{data_plates[inside[0]]}', so each data point would get weights "
+                "of its own (a layer called inside `with pyro.plate(...)`); compute the network's "
+                "output before the plate, as Pyro's tutorials do: `logits = self.out(h)`, then "
+                "`with pyro.plate(...): pyro.sample(..., obs=y)`"
+            )
+
+
 def _is_zero(p: Rate) -> bool:
     return bool((torch.as_tensor(p) == 0).all())

@@ -21,6 +21,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
         "per_example_masks",
         "run_chunks",
         "evaluate_memory",
+        "trace_memory",
     ],
 )
 def test_benchmark_runs(script):

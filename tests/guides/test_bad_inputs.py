@@ -70,3 +70,34 @@ def test_a_model_with_no_latent_sites_is_refused():
     guide = DropoutGuide(model)
     with pytest.raises(ValueError, match="the model has no latent sample sites, so there is nothing to fit"):
         guide(torch.randn(4, 3), torch.randn(4))
+
+
+def test_a_layer_called_inside_the_data_plate_is_refused_with_the_way_out():
+    """Each data point would get weights of its own (before: a shape error at the likelihood
+    with vectorised particles, and with one particle no error at all, a different model)."""
+    from pyro_dropout.nn import Linear
+
+    class Inside(pyro.nn.PyroModule):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.fc2 = Linear(3, 5), Linear(5, 2)
+
+        def forward(self, x, y=None):
+            h = torch.relu(self.fc1(x))
+            with pyro.plate("data", x.shape[-2]):
+                return pyro.sample("y", dist.Categorical(logits=self.fc2(h)), obs=y)
+
+    guide = DropoutGuide(Inside())
+    with pytest.raises(
+        ValueError, match=r"'fc2.weight' is drawn inside plate 'data'.*observed site 'y'.*before"
+    ):
+        guide(torch.randn(4, 3), torch.randint(0, 2, (4,)))
+
+
+def test_weights_in_a_plate_of_runs_outside_the_data_plate_are_kept():
+    """A plate that holds the weights and the data (independent runs) is not the data plate."""
+    model = MLP(3, hidden=(5,), runs=2)
+    guide = DropoutGuide(model)
+    guide(torch.randn(2, 4, 3), torch.randn(2, 4))
+    assert "y" not in guide.prototype_trace.nodes and "obs" not in guide.prototype_trace.nodes
+    assert guide.dropout_rates()

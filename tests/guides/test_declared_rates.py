@@ -66,8 +66,9 @@ class _OneInput(pyro.nn.PyroModule):
         self.fc = Linear(1, 1)
 
     def forward(self, x, y=None):
+        mu = self.fc(x).squeeze(-1)
         with pyro.plate("data", x.shape[-2]):
-            return pyro.sample("obs", dist.Normal(self.fc(x).squeeze(-1), 0.1), obs=y)
+            return pyro.sample("obs", dist.Normal(mu, 0.1), obs=y)
 
 
 def test_a_weight_declared_to_event_1_is_named():

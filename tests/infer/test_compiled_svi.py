@@ -101,3 +101,23 @@ def test_bad_states_are_named():
     wrong = {**state, "params": {**state["params"], name: torch.zeros(7)}}
     with pytest.raises(ValueError, match=rf"{name!r} has shape \(7,\) in the state"):
         svi.load_state_dict(wrong)
+
+
+def test_a_trace_is_freed_with_its_svi():
+    """Traces go into a compilation unit of their own: TorchScript's global unit, which keeps
+    what it holds for the life of the process, gains nothing from any number of fits."""
+    import gc
+    import weakref
+
+    before = len(torch.jit._state._python_cu.get_functions())
+    batches = _batches()
+    for _ in range(3):
+        svi = _svi(concrete=False, jit=True)
+        for x, y in batches[:4]:  # two shapes: two traces
+            svi.step(x, y)
+        assert len(svi._compiled) == 2
+        unit = weakref.ref(svi._compiled[next(iter(svi._compiled))])
+        del svi
+        gc.collect()
+        assert unit() is None
+    assert len(torch.jit._state._python_cu.get_functions()) == before
