@@ -52,10 +52,16 @@ def run_page(page: Path, folder: Path) -> dict:
 
     (folder / "img").mkdir(parents=True, exist_ok=True)
     namespace: dict = {"__name__": f"tutorial_{page.stem.replace('-', '_')}"}
-    with working_directory(folder):
-        for number, block in enumerate(python_blocks(page), 1):
-            exec(compile(block, f"{page.name}, python block {number}", "exec"), namespace)
-    plt.close("all")
+    import pyro
+
+    settings = {"module_local_params": pyro.settings.get("module_local_params")}  # a page may set it
+    try:
+        with working_directory(folder):
+            for number, block in enumerate(python_blocks(page), 1):
+                exec(compile(block, f"{page.name}, python block {number}", "exec"), namespace)
+    finally:
+        pyro.settings.set(**settings)
+        plt.close("all")
     return namespace
 
 

@@ -40,6 +40,7 @@ def plot_regression(
     train_range: tuple[float, float] | None = None,
     n_sd: float = 2.0,
     title: str = "MC dropout predictive",
+    ax: Any = None,
 ) -> Any:
     r"""Predictive mean ± ``n_sd`` standard deviations in shades of half a standard deviation.
 
@@ -48,14 +49,15 @@ def plot_regression(
 
     :param x: test inputs ``[N]`` (1-d).
     :param mean: predictive mean ``[N]``; ``sd``: predictive standard deviation ``[N]``.
+    :param ax: a matplotlib axes to draw into (a panel of a larger figure); default a new figure.
+    :returns: the figure.
     """
-    plt = pyplot()
     xs, m, s = _np(x).reshape(-1), _np(mean).reshape(-1), _np(sd).reshape(-1)
     if not (xs.shape == m.shape == s.shape):
         raise ValueError(f"x, mean and sd must have the same length, got {xs.shape}, {m.shape}, {s.shape}")
     order = np.argsort(xs)
     xs, m, s = xs[order], m[order], s[order]
-    fig, ax = plt.subplots(figsize=(8, 4))
+    fig, ax = pyplot().subplots(figsize=(8, 4)) if ax is None else (ax.figure, ax)
     steps = np.arange(0.5, n_sd + 1e-9, 0.5)
     for i, k in enumerate(steps[::-1]):
         ax.fill_between(xs, m - k * s, m + k * s, color="tab:blue", alpha=0.12 + 0.1 * i / len(steps), lw=0)

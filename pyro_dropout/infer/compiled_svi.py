@@ -146,7 +146,9 @@ class CompiledSVI(SVI):
         self._names = names
         if not names:
             raise ValueError("CompiledSVI: the model and guide have no parameters to optimise")
-        self._params = [cast(Any, pyro.param(name)).unconstrained() for name in names]
+        # the traced values, not the param store: with pyro.settings module_local_params=True
+        # a PyroModule's parameters are not in the store
+        self._params = [cast(Any, capture.trace.nodes[name]["value"]).unconstrained() for name in names]
         constructor = self.optim.pt_optim_constructor
         settings = self.optim.pt_optim_args
         accepts = inspect.signature(constructor).parameters

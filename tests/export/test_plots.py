@@ -43,3 +43,15 @@ def test_each_plot_renders_to_png(tmp_path):
         ),
         tmp_path / "d.png",
     )
+
+
+def test_plot_regression_draws_into_a_given_panel(tmp_path):
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2)
+    x = torch.linspace(-3, 3, 50)
+    for ax, title in zip(axes, ("left", "right"), strict=True):
+        assert plot_regression(x, torch.sin(x), 0.1 + x.abs() / 5, ax=ax, title=title) is fig
+    assert [ax.get_title() for ax in axes] == ["left", "right"]
+    assert all(len(ax.collections) == 4 for ax in axes)  # one shade per half sd, to 2 sd
+    _png(fig, tmp_path / "panels.png")
