@@ -328,13 +328,19 @@ def classify(probe: Probe) -> tuple[str, str]:
 
 def run(verbose: bool = False) -> Counter:
     counts: Counter = Counter()
-    probes = guide_probes() + step_probes() + predict_probes() + layer_probes() + metric_probes()
-    for probe in probes:
-        outcome, detail = classify(probe)
-        counts[outcome] += 1
-        counts[(probe.category, outcome)] += 1
-        if verbose or outcome in ("silent wrong", "unnamed error", "raw traceback"):
-            print(f"[{outcome}] {probe.category}: {probe.what}: {detail[:300]}")
+    # the probes hold several fitted guides at once: each keeps its own parameters
+    local = pyro.settings.get("module_local_params")
+    pyro.settings.set(module_local_params=True)
+    try:
+        probes = guide_probes() + step_probes() + predict_probes() + layer_probes() + metric_probes()
+        for probe in probes:
+            outcome, detail = classify(probe)
+            counts[outcome] += 1
+            counts[(probe.category, outcome)] += 1
+            if verbose or outcome in ("silent wrong", "unnamed error", "raw traceback"):
+                print(f"[{outcome}] {probe.category}: {probe.what}: {detail[:300]}")
+    finally:
+        pyro.settings.set(module_local_params=local)
     return counts
 
 

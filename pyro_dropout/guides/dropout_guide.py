@@ -24,6 +24,7 @@ from torch.distributions import constraints
 from ..distributions import BernoulliDropout, ConcreteDropout
 from ..nn import broadcast_pyro_layers
 from .initialization import base_prior, init_to_fan_in, is_gaussian_prior
+from .ownership import check_owner, claim
 from .rates import (
     DropoutSpec,
     Rate,
@@ -243,6 +244,8 @@ class DropoutGuide(AutoGuide):
     def forward(self, *args: Any, **kwargs: Any) -> dict[str, torch.Tensor]:
         if self.prototype_trace is None:
             self._setup_prototype(*args, **kwargs)
+            claim(self, self._pyro_name)
+        check_owner(self, self._pyro_name)
         plates = self._create_plates(*args, **kwargs)
         result = {}
         for name, role in self._roles.items():

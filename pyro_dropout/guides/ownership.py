@@ -1,0 +1,46 @@
+"""Which guide a name in Pyro's global param store belongs to.
+
+By default Pyro keeps every ``PyroModule`` parameter in one global store, by name, and a module
+takes whatever value the store holds under its names. Two guides of models with the same site
+names (a guide fitted, then a second fitted to compare) therefore share their parameters: the
+first, run again, silently takes the second's values and overwrites its own. The store cannot
+tell a second guide from a saved state loaded back (``pyro.get_param_store().load``), which is
+meant to be taken, so the guides record which live guide last set up each name.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import pyro
+
+__all__ = ["check_owner", "claim"]
+
+_OWNERS: dict[str, weakref.ref] = {}
+
+
+def claim(guide: Any, prefix: str) -> None:
+    """Record ``guide`` as the guide whose parameters are named ``prefix.*`` in the store."""
+    _OWNERS[prefix] = weakref.ref(guide)
+
+
+def check_owner(guide: Any, prefix: str) -> None:
+    """Refuse to run ``guide`` on parameters that a guide set up after it has taken over (even
+    one since deleted: its values stay in the store). After ``pyro.clear_param_store()`` the
+    names are free again, and the guide running claims them."""
+    if pyro.settings.get("module_local_params"):
+        return  # every module keeps its own parameters: nothing is shared
+    owner = _OWNERS.get(prefix)
+    if owner is None or owner() is guide:
+        return
+    if not any(name.startswith(prefix + ".") for name in pyro.get_param_store().keys()):
+        claim(guide, prefix)
+        return
+    raise RuntimeError(
+        f"{type(guide).__name__}: another guide, set up after this one, holds the same parameter "
+        f"names ('{prefix}.*') in Pyro's global param store, so this guide would silently take "
+        "its values. Keep each guide's own parameters with "
+        "pyro.settings.set(module_local_params=True) before building the models, or finish with "
+        "one guide (and pyro.clear_param_store()) before setting up the next"
+    )
