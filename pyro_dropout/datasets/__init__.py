@@ -3,6 +3,7 @@
 from .base import Dataset, Split, Task, read_indices, read_scalar
 from .download import download_images, download_uci
 from .images import IMAGE_SETS, ImageData, find_idx, load_images, read_idx
+from .synthetic import low_noise_regression, write_uci_folder
 from .uci import UCI_DATASETS, available_uci, check_name, default_data_dir, load_uci, uci_directory
 
 __all__ = [
@@ -20,8 +21,10 @@ __all__ = [
     "find_idx",
     "load_images",
     "load_uci",
+    "low_noise_regression",
     "read_idx",
     "read_indices",
     "read_scalar",
     "uci_directory",
+    "write_uci_folder",
 ]
