@@ -31,3 +31,14 @@ def test_readme_quick_start_runs(capsys, tmp_path, monkeypatch):
     printed = capsys.readouterr().out
     assert "torch.Size([500, 200])" in printed
     assert "'w1': tensor(0.), 'w2': tensor(0.1000)" in printed  # x, the only input, is not masked
+
+
+def test_every_block_that_imports_torch_runs_on_its_own(tmp_path, monkeypatch):
+    """A block that imports torch itself is meant to be copied alone (the others continue the
+    quick start): it runs in a fresh namespace (the CompiledSVI block once failed so, with
+    NameError: torch)."""
+    monkeypatch.chdir(tmp_path)
+    alone = [b for b in python_blocks() if "import pyro, torch" in b or "\nimport torch\n" in f"\n{b}"]
+    assert len(alone) >= 2
+    for block in alone[1:]:  # the first is the quick start, run in full above
+        exec(compile(block, str(README), "exec"), {})
