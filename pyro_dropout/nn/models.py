@@ -82,6 +82,10 @@ class MLP(PyroModule):
       :math:`\mathrm{Gamma}(a, b)` prior (``tau_prior=(a, b)``, default (0.1, 0.01) as in
       Concrete dropout, appendix D), fitted by MAP by :class:`DropoutGuide`.
     * ``"heteroscedastic"``: the network outputs a mean and a log-variance per output.
+      Trained with the ELBO the log-variance learns the noise *plus* the spread of the draws
+      (the best variance under an expected log-likelihood is the draws' mean squared error),
+      so the predictive counts that spread twice and is under-confident; ``BBAlpha(1.0)`` fits
+      the predictive itself (docs/tutorials/reading-uncertainty.md measures both).
     * ``"categorical"``: ``out_features`` classes,
       :math:`y \sim \mathrm{Categorical}(\mathrm{softmax} f(x))`.
 
