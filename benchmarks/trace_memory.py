@@ -96,7 +96,8 @@ def main() -> None:
     print(f"library / global: {ratio:.2f}")
     if results["library"]["global_functions"] != 0:
         raise SystemExit("FAIL: the library route left functions in TorchScript's global compilation unit")
-    write("trace_memory", {"machine": machine(torch.device("cpu")), "models": models, **results})
+    name = f"trace_memory_cpu{'_quick' if args.quick else ''}"
+    write(name, {"machine": machine(torch.device("cpu")), "models": models, **results})
 
 
 if __name__ == "__main__":
