@@ -73,6 +73,16 @@ def write(name: str, payload: dict[str, Any]) -> Path:
     return path
 
 
+def rss_mb() -> float:
+    """The current resident set of this process, MB (Linux /proc; NaN elsewhere)."""
+    status = Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def pick_device(arg: str) -> torch.device:
     if arg == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")

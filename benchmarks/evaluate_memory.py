@@ -24,15 +24,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine, write
-
-
-def _rss_mb() -> float:
-    """The current resident set of this process, MB (Linux /proc)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+from common import machine, rss_mb, write
 
 
 def child(kind: str, draws: int, points: int, chunk: int) -> None:
@@ -51,7 +43,7 @@ def child(kind: str, draws: int, points: int, chunk: int) -> None:
     model = MLP(8, hidden=(50,), tau=4.0)
     guide = DropoutGuide(model, dropout=0.1)
     guide(x[:2], y[:2])  # create the parameters
-    before = _rss_mb()
+    before = rss_mb()
     start = time.perf_counter()
     pyro.set_rng_seed(1)
     if kind in ("predict", "held"):

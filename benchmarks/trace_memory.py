@@ -28,14 +28,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine, write
-
-
-def _rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+from common import machine, rss_mb, write
 
 
 def child(route: str, models: int) -> None:
@@ -61,7 +54,7 @@ def child(route: str, models: int) -> None:
             svi.step(x, y)
         del svi, model
         gc.collect()
-        rss.append(_rss_mb())
+        rss.append(rss_mb())
     functions = len(torch.jit._state._python_cu.get_functions())
     print(json.dumps({"mb_per_model": (rss[-1] - rss[0]) / (models - 1), "global_functions": functions}))
 
