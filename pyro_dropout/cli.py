@@ -85,6 +85,11 @@ def _uci_table(args: argparse.Namespace) -> int:
 
         Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
         plot_uci(rows, args.metric).savefig(args.plot, dpi=120)
+    if args.rates:
+        from .experiments.uci import plot_learned_rates
+
+        Path(args.rates).parent.mkdir(parents=True, exist_ok=True)
+        plot_learned_rates(rows, args.rates_method).savefig(args.rates, dpi=110)
     return 0
 
 
@@ -208,6 +213,14 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("results", help="the folder given to `pyro-dropout uci --out`")
     table.add_argument("--plot", default=None, help="also write a figure of the results here (e.g. uci.png)")
     table.add_argument("--metric", choices=["test_ll", "rmse"], default="test_ll", help="the figure's metric")
+    table.add_argument(
+        "--rates",
+        default=None,
+        help="also write a figure of the learned dropout rates per layer and split here",
+    )
+    table.add_argument(
+        "--rates-method", default="concrete", help="whose rates --rates draws (default: concrete)"
+    )
     table.set_defaults(func=_uci_table)
     progress = sub.add_parser(
         "uci-status", help="trainings in progress and grid searches waiting in a UCI folder"

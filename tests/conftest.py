@@ -50,8 +50,7 @@ def _fresh_pyro_state():
 
 def _release_memory() -> None:
     """Close the figures a test left open and hand freed heap back to the system: a worker runs
-    hundreds of tests, and without this its resident memory only grows (``make test``'s memory
-    target, issue 48)."""
+    hundreds of tests, and without this its resident memory only grows."""
     if "matplotlib.pyplot" in sys.modules:
         sys.modules["matplotlib.pyplot"].close("all")
     gc.collect(1)  # the young generations: what a test leaves (a full collection costs ~0.14 s)

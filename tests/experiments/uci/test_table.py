@@ -168,3 +168,43 @@ def test_plot_uci_panels_and_errors():
         plot_uci(rows, "nll")
     with pytest.raises(ValueError, match="no results"):
         plot_uci([])
+
+
+def test_learned_rates_per_layer_in_split_order_and_their_figure():
+    from pyro_dropout.experiments.uci import learned_rates, plot_learned_rates
+
+    def row(dataset, split, p_in, p_out, method="concrete", masks=True):
+        rates = {"hidden.0.weight": p_in, "output.weight": p_out}
+        settings = {"per_example_masks": masks}
+        return {
+            "dataset": dataset,
+            "method": method,
+            "split": split,
+            "learned_p": rates,
+            "settings": settings,
+        }
+
+    rows = [
+        row("a", 1, 1e-3, 0.3),
+        row("a", 0, 2e-3, 0.2),
+        row("b", 0, 0.0, 0.1),
+        row("a", 0, 0.5, 0.5, masks=False),
+    ]
+    rows.append({"dataset": "a", "method": "mc-dropout", "split": 0, "settings": {"per_example_masks": True}})
+    rates = learned_rates(rows)
+    assert rates == {"a": {"hidden.0.weight": [2e-3, 1e-3], "output.weight": [0.2, 0.3]},
+                     "b": {"hidden.0.weight": [0.0], "output.weight": [0.1]}}  # fmt: skip
+    assert learned_rates(rows, "concrete-per-draw")["a"]["output.weight"] == [0.5]
+    fig = plot_learned_rates(rows)
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in visible] == ["a", "b"]
+    first = visible[0].lines
+    assert [line.get_label() for line in first] == [
+        "input layer (hidden.0.weight)",
+        "output layer (output.weight)",
+    ]
+    assert list(visible[1].lines[0].get_ydata()) == [1e-8]  # p = 0 drawn at the axis floor
+    with pytest.raises(
+        ValueError, match=r"no results of method 'bbalpha-0.5'.*'concrete', 'concrete-per-draw'"
+    ):
+        learned_rates(rows, "bbalpha-0.5")
