@@ -39,6 +39,20 @@ def _is_likelihood(name: str, site: Site) -> bool:
     return bool(site["is_observed"]) and not site["infer"].get("_deterministic", False)
 
 
+def _parameters(model: Callable, guide: Callable) -> list[tuple[str, torch.Tensor]]:
+    """The parameters a step updates, by name: Pyro's global param store, or, with
+    ``pyro.settings`` ``module_local_params=True`` (the store then holds none), the model's and
+    the guide's own module parameters."""
+    if not pyro.settings.get("module_local_params"):
+        return list(pyro.get_param_store().named_parameters())
+    return [
+        (name, param)
+        for part in (model, guide)
+        if isinstance(part, torch.nn.Module)
+        for name, param in part.named_parameters()
+    ]
+
+
 def likelihood_sites(trace: Trace) -> Iterator[tuple[str, Site]]:
     """Observed sample sites of a trace, excluding ``pyro.deterministic`` records."""
     for name, site in trace.nodes.items():
@@ -221,13 +235,11 @@ class DropoutTraceMixin:
         finite raises (with ``check_finite``) before any gradient reaches the parameters."""
         loss = self.differentiable_loss(model, guide, *args, **kwargs)
         if self.check_finite:
-            params = pyro.get_param_store().named_parameters()
-            check_loss(float(loss.detach()), type(self).__name__, args, kwargs, params)
+            check_loss(float(loss.detach()), type(self).__name__, args, kwargs, _parameters(model, guide))
         if loss.requires_grad:
             loss.backward(retain_graph=self.retain_graph)
             if self.check_finite and is_validation_enabled():  # a finite loss, but the update would not be
-                params = pyro.get_param_store().named_parameters()
-                check_gradients(type(self).__name__, params, args, kwargs)
+                check_gradients(type(self).__name__, _parameters(model, guide), args, kwargs)
         value = torch_item(loss)
         warn_if_nan(value, "loss")
         return value
