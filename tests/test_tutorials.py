@@ -19,7 +19,11 @@ def test_every_tutorial_is_in_the_site_navigation():
 @pytest.mark.parametrize("page", PAGES, ids=[page.stem for page in PAGES])
 def test_tutorial_runs_and_makes_its_figures(page: Path, tmp_path):
     assert tool.python_blocks(page), f"{page.name} has no python block"
+    import pyro
+
+    local = pyro.settings.get("module_local_params")
     tool.run_page(page, tmp_path)
+    assert pyro.settings.get("module_local_params") == local  # a page's setting does not leak out
     for figure in tool.figures_shown(page):
         assert (tmp_path / figure).is_file(), f"{page.name} shows {figure}, which its code does not make"
         assert (page.parent / figure).is_file(), f"{figure} is not committed: python tools/run_tutorials.py"

@@ -326,21 +326,16 @@ def classify(probe: Probe) -> tuple[str, str]:
     return ("handled" if good else "silent wrong"), repr(result)[:120]
 
 
+@pyro.settings.context(module_local_params=True)  # the probes hold several fitted guides at once
 def run(verbose: bool = False) -> Counter:
     counts: Counter = Counter()
-    # the probes hold several fitted guides at once: each keeps its own parameters
-    local = pyro.settings.get("module_local_params")
-    pyro.settings.set(module_local_params=True)
-    try:
-        probes = guide_probes() + step_probes() + predict_probes() + layer_probes() + metric_probes()
-        for probe in probes:
-            outcome, detail = classify(probe)
-            counts[outcome] += 1
-            counts[(probe.category, outcome)] += 1
-            if verbose or outcome in ("silent wrong", "unnamed error", "raw traceback"):
-                print(f"[{outcome}] {probe.category}: {probe.what}: {detail[:300]}")
-    finally:
-        pyro.settings.set(module_local_params=local)
+    probes = guide_probes() + step_probes() + predict_probes() + layer_probes() + metric_probes()
+    for probe in probes:
+        outcome, detail = classify(probe)
+        counts[outcome] += 1
+        counts[(probe.category, outcome)] += 1
+        if verbose or outcome in ("silent wrong", "unnamed error", "raw traceback"):
+            print(f"[{outcome}] {probe.category}: {probe.what}: {detail[:300]}")
     return counts
 
 

@@ -54,13 +54,13 @@ def run_page(page: Path, folder: Path) -> dict:
     namespace: dict = {"__name__": f"tutorial_{page.stem.replace('-', '_')}"}
     import pyro
 
-    settings = {"module_local_params": pyro.settings.get("module_local_params")}  # a page may set it
+    # a page may change Pyro's module_local_params setting: restored after the page
+    local = pyro.settings.get("module_local_params")
     try:
-        with working_directory(folder):
+        with working_directory(folder), pyro.settings.context(module_local_params=local):
             for number, block in enumerate(python_blocks(page), 1):
                 exec(compile(block, f"{page.name}, python block {number}", "exec"), namespace)
     finally:
-        pyro.settings.set(**settings)
         plt.close("all")
     return namespace
 

@@ -39,18 +39,16 @@ def _is_likelihood(name: str, site: Site) -> bool:
     return bool(site["is_observed"]) and not site["infer"].get("_deterministic", False)
 
 
-def _parameters(model: Callable, guide: Callable) -> list[tuple[str, torch.Tensor]]:
-    """The parameters a step updates, by name: Pyro's global param store, or, with
-    ``pyro.settings`` ``module_local_params=True`` (the store then holds none), the model's and
-    the guide's own module parameters."""
+def _parameters(model: Callable, guide: Callable) -> Iterator[tuple[str, torch.Tensor]]:
+    """The parameters a step updates, by name, read only when a check needs them: Pyro's
+    global param store, or, with ``pyro.settings`` ``module_local_params=True`` (the store then
+    holds none), the model's and the guide's own module parameters."""
     if not pyro.settings.get("module_local_params"):
-        return list(pyro.get_param_store().named_parameters())
-    return [
-        (name, param)
-        for part in (model, guide)
-        if isinstance(part, torch.nn.Module)
-        for name, param in part.named_parameters()
-    ]
+        yield from pyro.get_param_store().named_parameters()
+        return
+    for part in (model, guide):
+        if isinstance(part, torch.nn.Module):
+            yield from part.named_parameters()
 
 
 def likelihood_sites(trace: Trace) -> Iterator[tuple[str, Site]]:

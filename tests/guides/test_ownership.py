@@ -58,12 +58,8 @@ def test_a_saved_store_loaded_back_is_taken(tmp_path):
     assert all(torch.equal(saved[k], v) for k, v in guide.median().items())
 
 
+@pyro.settings.context(module_local_params=True)
 def test_module_local_params_need_no_check():
-    local = pyro.settings.get("module_local_params")
-    pyro.settings.set(module_local_params=True)
-    try:
-        old, new = _fit(0), _fit(1)
-        evaluate(*old, X, Y, num_samples=3)
-        evaluate(*new, X, Y, num_samples=3)
-    finally:
-        pyro.settings.set(module_local_params=local)
+    old, new = _fit(0), _fit(1)
+    evaluate(*old, X, Y, num_samples=3)
+    evaluate(*new, X, Y, num_samples=3)

@@ -124,6 +124,7 @@ def test_a_trace_is_freed_with_its_svi():
 
 
 @pytest.mark.parametrize("jit", [True, False])
+@pyro.settings.context(module_local_params=True)
 def test_module_local_params_keep_two_fits_apart(jit):
     """With Pyro's module_local_params, each model and guide keeps its own parameters (none in
     the global param store), and CompiledSVI finds and trains them."""
@@ -131,25 +132,20 @@ def test_module_local_params_keep_two_fits_apart(jit):
 
     x, y = _batches()[0]
     x, y = x[0], y[0]
-    before = pyro.settings.get("module_local_params")
-    pyro.settings.set(module_local_params=True)
-    try:
-        fits = []
-        for seed in (0, 1):
-            pyro.set_rng_seed(seed)
-            model = MLP(D, hidden=(6,), tau=4.0 * (1 + seed))
-            guide = DropoutGuide(model)
-            svi = CompiledSVI(model, guide, pyro.optim.Adam({"lr": 0.05}), DropoutELBO(), jit_compile=jit)
-            guide(x, y)
-            start = {k: v.detach().clone() for k, v in guide.median().items()}
-            for _ in range(5):
-                svi.step(x, y)
-            assert all(not torch.equal(start[k], v) for k, v in guide.median().items())
-            pyro.set_rng_seed(5)
-            fits.append((model, guide, evaluate(model, guide, x, y, num_samples=20).test_ll))
-        assert not list(pyro.get_param_store().keys())
-        model, guide, test_ll = fits[0]
+    fits = []
+    for seed in (0, 1):
+        pyro.set_rng_seed(seed)
+        model = MLP(D, hidden=(6,), tau=4.0 * (1 + seed))
+        guide = DropoutGuide(model)
+        svi = CompiledSVI(model, guide, pyro.optim.Adam({"lr": 0.05}), DropoutELBO(), jit_compile=jit)
+        guide(x, y)
+        start = {k: v.detach().clone() for k, v in guide.median().items()}
+        for _ in range(5):
+            svi.step(x, y)
+        assert all(not torch.equal(start[k], v) for k, v in guide.median().items())
         pyro.set_rng_seed(5)
-        assert evaluate(model, guide, x, y, num_samples=20).test_ll == test_ll  # untouched by the second fit
-    finally:
-        pyro.settings.set(module_local_params=before)
+        fits.append((model, guide, evaluate(model, guide, x, y, num_samples=20).test_ll))
+    assert not list(pyro.get_param_store().keys())
+    model, guide, test_ll = fits[0]
+    pyro.set_rng_seed(5)
+    assert evaluate(model, guide, x, y, num_samples=20).test_ll == test_ll  # untouched by the second fit

@@ -80,27 +80,23 @@ def test_the_check_can_be_turned_off_as_the_input_checks_can():
     assert not math.isfinite(svi.step(x * 1e20, y))  # no error: the user turned the check off
 
 
+@pyro.settings.context(module_local_params=True)
 def test_with_module_local_params_the_checks_see_the_modules_parameters():
     """Pyro's module_local_params keeps parameters out of the global store, where the checks
     looked: a parameter gone NaN went unnamed (and a non-finite gradient unchecked)."""
     x, y = _data()
-    local = pyro.settings.get("module_local_params")
-    pyro.settings.set(module_local_params=True)
-    try:
-        model = MLP(3, hidden=(8,), tau=1.0)
-        guide = DropoutGuide(model, dropout=0.1)
-        svi = SVI(model, guide, pyro.optim.Adam({"lr": 1e-2}), DropoutELBO())
+    model = MLP(3, hidden=(8,), tau=1.0)
+    guide = DropoutGuide(model, dropout=0.1)
+    svi = SVI(model, guide, pyro.optim.Adam({"lr": 1e-2}), DropoutELBO())
+    svi.step(x, y)
+    assert not list(pyro.get_param_store().keys())
+    with torch.no_grad():
+        dict(guide.named_parameters())["locs.output.weight_unconstrained"].fill_(float("nan"))
+    with (
+        pyro.validation_enabled(False),
+        pytest.raises(
+            DivergenceError,
+            match=r"DropoutELBO: the loss is nan; parameters holding NaN or inf: .*output\.weight",
+        ),
+    ):
         svi.step(x, y)
-        assert not list(pyro.get_param_store().keys())
-        with torch.no_grad():
-            dict(guide.named_parameters())["locs.output.weight_unconstrained"].fill_(float("nan"))
-        with (
-            pyro.validation_enabled(False),
-            pytest.raises(
-                DivergenceError,
-                match=r"DropoutELBO: the loss is nan; parameters holding NaN or inf: .*output\.weight",
-            ),
-        ):
-            svi.step(x, y)
-    finally:
-        pyro.settings.set(module_local_params=local)

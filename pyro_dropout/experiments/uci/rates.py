@@ -33,7 +33,8 @@ def learned_rates(rows: list[dict[str, Any]], method: str = "concrete") -> dict[
 
 
 def _layer_name(position: int, count: int) -> str:
-    """``hidden.0.weight`` -> "input layer"; the last weight -> "output layer"."""
+    """The ``position``-th of ``count`` weight layers, in the network's order: the first is the
+    input layer, the last the output layer."""
     if position == 0:
         return "input layer"
     return "output layer" if position == count - 1 else f"hidden layer {position}"
