@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 import torch
@@ -12,7 +13,7 @@ from torch.distributions import Distribution, Normal
 
 from ..distributions import QuantisedGaussian, base_prior
 
-__all__ = ["base_prior", "init_to_fan_in", "init_to_glorot", "is_gaussian_prior"]
+__all__ = ["base_prior", "init_sites_to", "init_to_fan_in", "init_to_glorot", "is_gaussian_prior"]
 
 
 def is_gaussian_prior(fn: Distribution) -> bool:
@@ -65,3 +66,27 @@ def init_to_glorot(site: dict[str, Any] | None = None) -> Any:
     if site is None:
         return init_to_glorot
     return _init_weights(site, lambda fan_in, fan_out: math.sqrt(6.0 / (fan_in + fan_out)))
+
+
+def init_sites_to(values: Mapping[str, float], fallback: Callable = init_to_fan_in) -> Callable:
+    """An ``init_loc_fn`` that starts each site named in ``values`` at that value (filled to the
+    site's shape, e.g. a precision ``tau`` per run) and every other site by ``fallback``.
+
+    Usage::
+
+        guide = DropoutGuide(model, init_loc_fn=init_sites_to({"tau": 1.0}))
+    """
+    for name, value in values.items():
+        if not isinstance(value, int | float) or not math.isfinite(value):
+            raise ValueError(
+                f"init_sites_to: the start of site {name!r} must be a finite number, got {value!r}"
+            )
+    return partial(_site_or, values=dict(values), fallback=fallback)
+
+
+def _site_or(site: dict[str, Any], values: dict[str, float], fallback: Callable) -> torch.Tensor:
+    if site["name"] in values:
+        fn = site["fn"]
+        shape = fn.batch_shape + fn.event_shape
+        return torch.full(shape, float(values[site["name"]]), dtype=fn.mean.dtype, device=fn.mean.device)
+    return fallback(site)

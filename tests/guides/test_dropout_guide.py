@@ -152,3 +152,19 @@ def test_glorot_init_is_keras_dense():
             w = med[name]  # uniform on (-bound, bound): within it, and spread over it
             assert w.abs().max() <= bound and w.abs().max() > 0.8 * bound
         assert torch.equal(med["hidden.0.bias"], torch.zeros(50))
+
+
+def test_init_sites_to_starts_the_named_sites_and_the_rest_by_the_fallback():
+    from pyro_dropout.guides import init_sites_to, init_to_fan_in
+    from pyro_dropout.nn import MLP
+
+    model = MLP(3, hidden=(4,), runs=2, tau="learned")
+    guide = DropoutGuide(model, dropout=0.1, init_loc_fn=init_sites_to({"tau": 2.5}))
+    x, y = torch.randn(2, 5, 3), torch.randn(2, 5)
+    guide(x, y)
+    assert torch.allclose(guide.median()["tau"], torch.full((2, 1), 2.5).reshape(guide.median()["tau"].shape))
+    weights = guide.median()["hidden.0.weight"]
+    assert weights.abs().max() <= 1 / 3**0.5 and weights.std() > 0  # fan-in uniform, as the fallback's
+    assert init_sites_to({"tau": 1.0}).keywords["fallback"] is init_to_fan_in
+    with pytest.raises(ValueError, match="the start of site 'tau' must be a finite number, got nan"):
+        init_sites_to({"tau": float("nan")})

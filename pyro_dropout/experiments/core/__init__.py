@@ -2,6 +2,7 @@
 
 from .checkpoint import Checkpoints, TrainingCheckpoint, read_checkpoint
 from .method import (
+    AfterTraining,
     BuildContext,
     GridSetup,
     Method,
@@ -19,6 +20,7 @@ from .store import ResultStore, is_result_file, read_record, write_record
 from .training import Standardiser, train_runs
 
 __all__ = [
+    "AfterTraining",
     "BuildContext",
     "Checkpoints",
     "GridSetup",

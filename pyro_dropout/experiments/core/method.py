@@ -23,6 +23,7 @@ import torch
 from .options import validate
 
 __all__ = [
+    "AfterTraining",
     "BuildContext",
     "GridSetup",
     "Method",
@@ -91,6 +92,22 @@ class BuildContext:
         return torch.tensor(list(values), dtype=torch.get_default_dtype(), device=self.device)
 
 
+@dataclass
+class AfterTraining:
+    """What :meth:`Method.after_training` sees of ``R`` runs trained together: the standardised
+    training rows ``x`` ``[R, n, d]`` and ``y`` ``[R, n]``, each run's target standard deviation
+    ``target_scale`` ``[R]``, the draws per prediction chunk, each run's grid values ``hyper``
+    (with the values :meth:`Method.carried` brought from the grid stage), and, in the grid
+    stage only, the standardised validation rows ``held_out`` (never the test rows)."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+    target_scale: torch.Tensor
+    chunk: int
+    hyper: list[dict[str, Any]]
+    held_out: tuple[torch.Tensor, torch.Tensor] | None = None
+
+
 class Method:
     """Base class of a fitting method. Subclasses set ``options_class`` (a dataclass, the one
     source of their settings' defaults), ``prefix`` (of its flags and stored keys) and override
@@ -147,12 +164,15 @@ class Method:
         """``(model, guide, loss)`` for ``ctx.runs`` runs trained together."""
         raise NotImplementedError(f"{self.name} does not train a network")
 
-    def after_training(
-        self, model: Any, guide: Any, x: torch.Tensor, y: torch.Tensor, target_scale: torch.Tensor, chunk: int
-    ) -> dict[str, Any]:
-        """Runs after training, on the standardised training rows (``chunk``: draws per
-        prediction chunk); returns values to record, per run (lists of length R) or shared."""
+    def after_training(self, model: Any, guide: Any, rows: AfterTraining) -> dict[str, Any]:
+        """Runs after training (see :class:`AfterTraining`); returns values to record, per run
+        (lists of length R) or shared."""
         return {}
+
+    def carried(self) -> tuple[str, ...]:
+        """Keys of the values learned in the grid stage (returned by :meth:`after_training` or
+        :meth:`learned`) that go with the chosen grid point into the final fit's ``hyper``."""
+        return ()
 
     def learned(self, model: Any, guide: Any, target_scale: torch.Tensor) -> dict[str, Any]:
         """What training learned, per run (lists of length R) or shared, for the results."""

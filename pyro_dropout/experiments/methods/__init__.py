@@ -6,7 +6,7 @@ command line's choices and of the tables' columns.
 
 # isort: skip_file
 from .mc_dropout import MCDropout
-from .concrete import ConcreteDropoutMethod, ConcreteOptions
+from .concrete import ConcreteDropoutMethod, ConcreteOptions, held_out_tau, m_step_tau
 from .bbalpha import BBAlphaDropout, BBAlphaOptions
 from .mfvi import MeanFieldOptions, MeanFieldVI
 from .ensemble import DeepEnsembleMethod, EnsembleOptions
@@ -29,4 +29,6 @@ __all__ = [
     "NoDropout",
     "SparseGPMethod",
     "SparseGPOptions",
+    "held_out_tau",
+    "m_step_tau",
 ]

@@ -1,26 +1,26 @@
 r"""Concrete dropout (paper 001): the drop probabilities learned per layer, the length-scale chosen
-on the validation rows, and the precision set by a final M-step (appendix D)."""
+on the validation rows, the precision learned by MAP while the network trains and set by a final
+M-step (appendix D), by default on the grid's validation rows."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, cast
 
 import torch
 
-from ...guides import DropoutGuide
+from ...guides import DropoutGuide, init_sites_to
 from ...infer import DropoutELBO, predict
-from ..core.method import BuildContext, GridSetup, Method, register
+from ..core.method import AfterTraining, BuildContext, GridSetup, Method, register
 
-__all__ = ["ConcreteDropoutMethod", "ConcreteOptions"]
+__all__ = ["ConcreteDropoutMethod", "ConcreteOptions", "held_out_tau", "m_step_tau"]
 
 
 @dataclass
 class ConcreteOptions:
     tau: str = field(
-        default="em",
+        default="map",
         metadata={
             "choices": ("em", "map"),
             "help": "the precision: held at --concrete-tau-init while the network trains, then set by "
@@ -48,17 +48,19 @@ class ConcreteOptions:
     m_step_draws: int = field(
         default=200, metadata={"minimum": 1, "help": "dropout draws of the final M-step"}
     )
+    m_step_rows: str = field(
+        default="validation",
+        metadata={
+            "choices": ("validation", "training"),
+            "help": "the rows of the final M-step: the grid's validation rows (tau maximising their "
+            "predictive log-likelihood, carried into the network retrained on all the training rows) "
+            "or the training rows (the closed form of paper 001, appendix D)",
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.tau == "em" and self.tau_init is None:
             raise ValueError("concrete tau='em' holds tau at tau_init, which is None")
-
-
-def _tau_or(site: dict[str, Any], value: float, fallback: Any) -> torch.Tensor:
-    if site["name"] == "tau":
-        fn = site["fn"]
-        return torch.full(fn.batch_shape + fn.event_shape, value, dtype=fn.mean.dtype, device=fn.mean.device)
-    return fallback(site)
 
 
 @register("concrete", summary="Concrete dropout: p learned per layer, l on the validation rows (paper 001)")
@@ -84,39 +86,95 @@ class ConcreteDropoutMethod(Method):
         init = torch.full((ctx.runs, 1), 0.1, device=ctx.device)  # one learned rate per run and layer
         init_loc_fn = ctx.init_loc_fn
         if o.tau_init is not None and not held:
-            init_loc_fn = partial(_tau_or, value=float(o.tau_init), fallback=init_loc_fn)
+            init_loc_fn = init_sites_to({"tau": float(o.tau_init)}, fallback=init_loc_fn)
         guide = DropoutGuide(model, concrete=True, init_dropout=init, init_loc_fn=init_loc_fn)
         return model, guide, DropoutELBO(per_example_masks=ctx.per_example_masks)
 
-    def after_training(
-        self, model: Any, guide: Any, x: torch.Tensor, y: torch.Tensor, target_scale: torch.Tensor, chunk: int
-    ) -> dict[str, Any]:
-        r"""The final M-step (paper 001, appendix D) in closed form: for
-        :math:`y \sim \mathcal{N}(f(x), \tau^{-1})`, :math:`\tau \sim \mathrm{Gamma}(a, b)`,
-        :math:`\tau^* = (a - 1 + N/2) / (b + \tfrac12 \sum_n \mathbb{E}_q (y_n - f(x_n))^2)`,
-        the expectation over ``m_step_draws`` dropout draws. Sets each run's ``tau`` to
-        :math:`\tau^*`; returns the values before (``tau_before_m_step``, on the original scale)."""
-        a, b = self.options.tau_prior
-        pred = predict(
-            model, guide, x, num_samples=self.options.m_step_draws, chunk_size=chunk, return_sites=()
-        )
-        sse = (pred.means["obs"] - y).pow(2).mean(0).sum(-1)  # [R]: sum over points of E_q (y - f)^2
-        tau_star = (a - 1 + y.shape[-1] / 2) / (b + sse / 2)
+    def carried(self) -> tuple[str, ...]:
+        return ("tau_held_out",) if self.options.m_step_rows == "validation" else ()
+
+    def after_training(self, model: Any, guide: Any, rows: AfterTraining) -> dict[str, Any]:
+        r"""The final M-step: each run's ``tau`` set from its fit (see :func:`m_step_tau` and
+        :func:`held_out_tau`).
+
+        - ``m_step_rows="training"``, or no validation rows and none carried: the closed form on
+          the training rows (paper 001, appendix D).
+        - ``"validation"``, in the grid stage: the value maximising the validation rows'
+          predictive log-likelihood, recorded as ``tau_held_out`` (original scale).
+        - ``"validation"``, in the final fit: the chosen grid point's ``tau_held_out``.
+
+        The validation rows then score a tau fitted on them. The score only ranks the length
+        scales, and they all get the same treatment.
+
+        Returns the values before the M-step (``tau_before_m_step``, original scale)."""
+        scale2 = rows.target_scale.pow(2)
         before = _tau_of(model, guide).clone()
-        with torch.no_grad():
-            if model.tau_learned:
-                param = guide.locs.tau_unconstrained
-                positive = torch.distributions.biject_to(torch.distributions.constraints.positive)
-                param.copy_(positive.inv(tau_star.reshape(param.shape).to(param)))
-            else:  # held during training (tau="em")
-                model.fixed_tau.copy_(tau_star.reshape(model.fixed_tau.shape))
-        return {"tau_before_m_step": (before / target_scale.to(before).pow(2)).tolist()}
+        record: dict[str, Any] = {"tau_before_m_step": (before / scale2.to(before)).tolist()}
+        carried = [h.get("tau_held_out") for h in rows.hyper]
+        if self.options.m_step_rows == "validation" and rows.held_out is not None:
+            means = self._means(model, guide, rows.held_out[0], rows.chunk)
+            tau = held_out_tau(means, rows.held_out[1], m_step_tau(means, rows.held_out[1], (1.0, 0.0)))
+            record["tau_held_out"] = (tau / scale2.to(tau)).tolist()
+        elif self.options.m_step_rows == "validation" and all(t is not None for t in carried):
+            tau = torch.tensor(carried, dtype=before.dtype, device=before.device) * scale2.to(before)
+        else:
+            tau = m_step_tau(self._means(model, guide, rows.x, rows.chunk), rows.y, self.options.tau_prior)
+        _set_tau(model, guide, tau)
+        return record
+
+    def _means(self, model: Any, guide: Any, x: torch.Tensor, chunk: int) -> torch.Tensor:
+        """The network's outputs under ``m_step_draws`` dropout draws, ``[T, R, n]``."""
+        draws = self.options.m_step_draws
+        return predict(model, guide, x, num_samples=draws, chunk_size=chunk, return_sites=()).means["obs"]
 
     def learned(self, model: Any, guide: Any, target_scale: torch.Tensor) -> dict[str, Any]:
         rates = {k: v.reshape(-1).tolist() for k, v in guide.dropout_rates().items()}
         tau_norm = _tau_of(model, guide)
         tau = (tau_norm / target_scale.to(tau_norm).pow(2)).tolist()  # back to the original scale
         return {"learned_p": [{k: v[r] for k, v in rates.items()} for r in range(len(tau))], "tau": tau}
+
+
+def m_step_tau(means: torch.Tensor, y: torch.Tensor, prior: tuple[float, float]) -> torch.Tensor:
+    r"""The closed-form M-step (paper 001, appendix D): for :math:`y \sim \mathcal{N}(f(x), \tau^{-1})`
+    and :math:`\tau \sim \mathrm{Gamma}(a, b)`,
+    :math:`\tau^* = (a - 1 + N/2) / (b + \tfrac12 \sum_n \mathbb{E}_q (y_n - f(x_n))^2)`, the
+    expectation over the draws ``means`` ``[T, R, n]`` of targets ``y`` ``[R, n]``; ``[R]``."""
+    a, b = prior
+    sse = (means - y).pow(2).mean(0).sum(-1)
+    return (a - 1 + y.shape[-1] / 2) / (b + sse / 2)
+
+
+def held_out_tau(means: torch.Tensor, y: torch.Tensor, start: torch.Tensor, steps: int = 60) -> torch.Tensor:
+    r"""Each run's precision maximising the predictive log-likelihood of rows the network did not
+    train on, :math:`\sum_n \log \frac1T \sum_t \mathcal{N}(y_n; f_t(x_n), \tau^{-1})`, for the
+    draws ``means`` ``[T, R, n]`` and targets ``y`` ``[R, n]``: a golden-section search over
+    :math:`\log\tau` within a factor :math:`e^{6}` of ``start`` ``[R]``; ``[R]``."""
+    resid2 = (means - y).pow(2)
+    draws = means.shape[0]
+
+    def loglik(log_tau: torch.Tensor) -> torch.Tensor:
+        tau = log_tau.exp().reshape(1, -1, 1)
+        per_draw = 0.5 * tau.log() - 0.5 * tau * resid2
+        return (torch.logsumexp(per_draw, 0) - math.log(draws)).sum(-1)
+
+    lo, hi = start.log() - 6.0, start.log() + 6.0
+    ratio = (math.sqrt(5) - 1) / 2
+    for _ in range(steps):
+        a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+        left = loglik(a) > loglik(b)
+        lo, hi = torch.where(left, lo, a), torch.where(left, b, hi)
+    return ((lo + hi) / 2).exp()
+
+
+def _set_tau(model: Any, guide: Any, tau: torch.Tensor) -> None:
+    """Set each run's precision of the standardised targets: the MAP parameter or the held value."""
+    with torch.no_grad():
+        if model.tau_learned:
+            param = guide.locs.tau_unconstrained
+            positive = torch.distributions.biject_to(torch.distributions.constraints.positive)
+            param.copy_(positive.inv(tau.reshape(param.shape).to(param)))
+        else:  # held during training (tau="em")
+            model.fixed_tau.copy_(tau.reshape(model.fixed_tau.shape))
 
 
 def _tau_of(model: Any, guide: Any) -> torch.Tensor:

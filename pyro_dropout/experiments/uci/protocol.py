@@ -129,7 +129,11 @@ class UCIProtocol(Protocol):
             for i in chunk:
                 fit, held_out = fit_and_validate(self.bench.splits[i].train)
                 test = None if self.s.retrain else self.bench.splits[i].test
-                specs += [Spec(i, fit, held_out, dict(h), m, test) for h in self.grid for m in range(members)]
+                specs += [
+                    Spec(i, fit, held_out, dict(h), m, test, validates=True)
+                    for h in self.grid
+                    for m in range(members)
+                ]
             scores = self._train(
                 specs, self.s.validation_samples, f"{self.bench.name} {self.method.name} grid"
             )
@@ -177,7 +181,7 @@ class UCIProtocol(Protocol):
 
     def run_stages(self, splits: list[int]) -> dict[int, dict[str, Any]]:
         self.validation = self.validate(splits)
-        keys = list(self.grid[0]) if self.grid else []
+        keys = [*self.grid[0], *self.method.carried()] if self.grid else []
         self.best = {i: self.select(i, self.validation[i]) for i in splits if self.validation.get(i)}
         chosen = {i: {k: self.best[i][k] for k in keys} for i in self.best}
         if chosen:

@@ -18,7 +18,7 @@ from ...infer import CompiledSVI, predict, predict_standard
 from ...metrics import score_gaussian_draws
 from ...nn import MLP
 from ..core.checkpoint import Checkpoints, TrainingCheckpoint
-from ..core.method import BuildContext, Method
+from ..core.method import AfterTraining, BuildContext, Method
 from ..core.options import flatten
 from ..core.store import ResultStore
 from ..core.training import Standardiser, train_runs
@@ -50,6 +50,7 @@ class Spec:
     hyper: dict[str, Any] = field(default_factory=dict)
     member: int = 0  # ensemble member
     test: np.ndarray | None = None
+    validates: bool = False  # ``score`` holds validation rows (the grid stage), not test rows
 
     @property
     def epochs(self) -> int | None:
@@ -185,9 +186,7 @@ def train_and_score(
     )
     if checkpoints is not None and checkpoint is not None:
         checkpoints.resumed_seconds += checkpoint.earlier
-    after = method.after_training(
-        built.model, built.guide, x_std, y_std, stats.y_std, _chunk(built.model, s, x_std)
-    )
+    after = method.after_training(built.model, built.guide, _after_rows(built, specs, s))
     scores = _score_rows(bench, method, built, specs, s, num_samples)
     if checkpoint is not None:  # scored: the training state has done its work
         checkpoint.remove()
@@ -199,6 +198,16 @@ def train_and_score(
         {**score, **{k: (v[r] if isinstance(v, list) else v) for k, v in learned.items()}}
         for r, score in enumerate(scores)
     ]
+
+
+def _after_rows(built: Built, specs: list[Spec], s: Settings) -> AfterTraining:
+    stats, (x, y) = built.stats, built.train
+    x_std = stats.x(x)
+    held_out = None
+    if specs[0].validates:  # the grid stage: its scoring rows are validation rows
+        held_out = (stats.x(built.score[0]), stats.y(built.score[1]))
+    chunk = _chunk(built.model, s, x_std)
+    return AfterTraining(x_std, stats.y(y), stats.y_std, chunk, [sp.hyper for sp in specs], held_out)
 
 
 def _score_rows(

@@ -51,15 +51,16 @@ def test_init_setting_reaches_every_network_and_is_checked_on_resume(tiny, monke
     guides = spy_on_build(monkeypatch, "guide")
     from pyro_dropout.guides import init_to_glorot
 
-    for method in ("mc-dropout", "mfvi", "ensemble", "concrete", "nn-p0"):
+    for method in ("mc-dropout", "mfvi", "ensemble", "nn-p0", "concrete-em"):
         guides.clear()
-        run_uci(data, tiny_method(method), [0], None, replace(TINY, init="glorot"), log=lambda m: None)
-        # (Concrete dropout holds tau at its own value, so its network has no tau site to start)
+        chosen = tiny_method("concrete", tau="em") if method == "concrete-em" else tiny_method(method)
+        run_uci(data, chosen, [0], None, replace(TINY, init="glorot"), log=lambda m: None)
+        # (holding tau at its own value, Concrete dropout's network has no tau site to start)
         assert guides and all(g.init_loc_fn is init_to_glorot for g in guides), method
-    # learning tau by MAP, Concrete dropout starts it at its own value and the rest by the init setting
+    # learning tau by MAP (the default), Concrete dropout starts it at its own value and the rest by the init setting
     guides.clear()
     glorot = replace(TINY, init="glorot")
-    run_uci(data, tiny_method("concrete", tau="map"), [0], None, glorot, log=lambda m: None)
+    run_uci(data, tiny_method("concrete"), [0], None, glorot, log=lambda m: None)
     assert guides and all(g.init_loc_fn.keywords["fallback"] is init_to_glorot for g in guides)
     run_uci(data, tiny_method("mc-dropout"), [0], tiny / "out", TINY, log=lambda m: None)
     with pytest.raises(ValueError, match="init='fan-in' but this run has init='glorot'"):
@@ -77,8 +78,8 @@ def test_concrete_tau_start_under_map_and_the_settings_checked_on_resume(tiny):
         built.guide(built.stats.x(built.train[0]), built.stats.y(built.train[1]))
         return built.guide.median()["tau"].reshape(-1)
 
-    # the default holds tau at 1 (chosen on validation rows); "map" learns it, starting there
-    assert (ConcreteOptions().tau, ConcreteOptions().tau_init) == ("em", 1.0)
+    # the default learns tau by MAP (paper 001, appendix D), starting at 1; "em" holds it there
+    assert (ConcreteOptions().tau, ConcreteOptions().tau_init) == ("map", 1.0)
     # (through the guide's log-parametrisation: equal to float32 rounding)
     assert torch.allclose(initial_tau(tau="map"), torch.full((4,), 1.0), rtol=1e-6, atol=0)
     assert torch.allclose(initial_tau(tau="map", tau_init=1e-3), torch.full((4,), 1e-3), rtol=1e-6)
@@ -93,14 +94,18 @@ def test_concrete_tau_start_under_map_and_the_settings_checked_on_resume(tiny):
         run_uci(data, tiny_method(method), [0], out, TINY, log=lambda m: None)
         path = out / f"tiny_{method}_split00.json"
         stored = json.loads(path.read_text())
-        for key in ("concrete_tau_init", "concrete_tau"):  # (MC dropout's files have neither)
+        for key in ("concrete_tau_init", "concrete_tau", "concrete_m_step_rows"):  # (MC dropout's: none)
             stored["settings"].pop(key, None)
         path.write_text(json.dumps(stored))
     with pytest.raises(ValueError, match=r"concrete_tau='map' but this run has concrete_tau='em'"):
-        run_uci(data, tiny_method("concrete"), [0], out, TINY, log=lambda m: None)
+        run_uci(data, tiny_method("concrete", tau="em"), [0], out, TINY, log=lambda m: None)
     with pytest.raises(ValueError, match=r"concrete_tau_init=None but this run has concrete_tau_init=1\.0"):
-        run_uci(data, tiny_method("concrete", tau="map"), [0], out, TINY, log=lambda m: None)
-    run_uci(data, tiny_method("concrete", tau="map", tau_init=None), [0], out, TINY, log=lambda m: None)
+        run_uci(data, tiny_method("concrete", m_step_rows="training"), [0], out, TINY, log=lambda m: None)
+    legacy_m_step = r"concrete_m_step_rows='training' but this run has concrete_m_step_rows='validation'"
+    with pytest.raises(ValueError, match=legacy_m_step):
+        run_uci(data, tiny_method("concrete", tau_init=None), [0], out, TINY, log=lambda m: None)
+    legacy_run = tiny_method("concrete", tau="map", tau_init=None, m_step_rows="training")
+    run_uci(data, legacy_run, [0], out, TINY, log=lambda m: None)
     run_uci(data, tiny_method("mc-dropout"), [0], out, TINY, log=lambda m: None)  # Concrete's settings only
 
 
