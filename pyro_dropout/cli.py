@@ -185,6 +185,7 @@ _EXAMPLES = """examples:
   pyro-dropout uci --dataset bostonHousing --method mc-dropout --out results/
   pyro-dropout uci-table results/ --plot uci.png
   pyro-dropout mnist ood --quick                             LeNet: OOD and misclassification detection
+  pyro-dropout co2 --quick                                   paper 000 Figs. 2-3: extrapolating CO2
   pyro-dropout COMMAND --help                                the flags of one command"""
 
 
@@ -207,6 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .experiments.mnist.command import add_mnist
 
     add_mnist(sub)
+    from .experiments.curves.command import add_curves
+
+    add_curves(sub)
     table = sub.add_parser(
         "uci-table", help="markdown table of the UCI results next to the published numbers"
     )

@@ -3,6 +3,7 @@
 from .base import Dataset, Split, Task, read_indices, read_scalar
 from .download import download_images, download_uci
 from .images import IMAGE_SETS, ImageData, find_idx, load_images, read_idx
+from .series import Series, linear_noise, load_co2, load_solar
 from .synthetic import low_noise_regression, write_uci_folder
 from .uci import UCI_DATASETS, available_uci, check_name, default_data_dir, load_uci, uci_directory
 
@@ -11,6 +12,7 @@ __all__ = [
     "UCI_DATASETS",
     "Dataset",
     "ImageData",
+    "Series",
     "Split",
     "Task",
     "available_uci",
@@ -19,7 +21,10 @@ __all__ = [
     "download_images",
     "download_uci",
     "find_idx",
+    "linear_noise",
+    "load_co2",
     "load_images",
+    "load_solar",
     "load_uci",
     "low_noise_regression",
     "read_idx",

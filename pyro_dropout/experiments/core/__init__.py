@@ -13,7 +13,7 @@ from .method import (
     register,
     unregister,
 )
-from .options import add_flags, flatten, from_args, unflatten, validate
+from .options import add_flags, flatten, from_args, int_list, unflatten, validate
 from .protocol import Protocol, select_best
 from .splits import parse_splits
 from .store import ResultStore, is_result_file, read_record, write_record
@@ -34,6 +34,7 @@ __all__ = [
     "flatten",
     "from_args",
     "get_method",
+    "int_list",
     "is_result_file",
     "method_class",
     "method_names",

@@ -15,7 +15,16 @@ import typing
 from dataclasses import MISSING, Field, fields
 from typing import Any, TypeVar
 
-__all__ = ["add_flags", "check_field", "flag_name", "flatten", "from_args", "unflatten", "validate"]
+__all__ = [
+    "add_flags",
+    "check_field",
+    "flag_name",
+    "flatten",
+    "from_args",
+    "int_list",
+    "unflatten",
+    "validate",
+]
 
 T = TypeVar("T")
 
@@ -154,3 +163,17 @@ def validate(options: Any, prefix: str = "") -> None:
         if number and any(isinstance(v, bool) or not isinstance(v, int | float) for v in items):
             raise ValueError(f"{where} must be a number, got {value!r}")
         check_field(f, value, where)
+
+
+def int_list(text: str, minimum: int = 1) -> tuple[int, ...]:
+    """A flag's comma-separated whole numbers (``"10,100,1000"``), each at least ``minimum``;
+    an ``argparse`` error naming the text otherwise."""
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected whole numbers separated by commas, got {text!r}"
+        ) from None
+    if not values or min(values) < minimum:
+        raise argparse.ArgumentTypeError(f"expected whole numbers of at least {minimum}, got {text!r}")
+    return values

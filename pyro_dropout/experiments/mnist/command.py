@@ -7,7 +7,7 @@ import argparse
 from dataclasses import fields, replace
 from pathlib import Path
 
-from ..core import add_flags, from_args
+from ..core import add_flags, from_args, int_list
 from .predictors import METHODS
 from .settings import QUICK, MnistSettings
 
@@ -56,18 +56,6 @@ def _rotated(args: argparse.Namespace) -> int:
         top = max(range(len(p)), key=p.__getitem__)
         print(f"{d:5.0f}°  class {top} ({p[top]:.2f})  variation ratio {ratio:.2f}")
     return 0
-
-
-def _numbers(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected whole numbers separated by commas, got {text!r}"
-        ) from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected positive whole numbers, got {text!r}")
-    return values
 
 
 def _concrete(args: argparse.Namespace) -> int:
@@ -122,13 +110,13 @@ def add_mnist(sub: argparse._SubParsersAction) -> None:
     _common(concrete, "results/mnist-concrete")
     concrete.add_argument(
         "--sizes",
-        type=_numbers,
+        type=int_list,
         default=None,
         help="training set sizes (default 1000,5000,10000,25000,50000; quick 1000,5000)",
     )
     concrete.add_argument(
         "--widths",
-        type=_numbers,
+        type=int_list,
         default=None,
         help="hidden units per layer (default 128,256,512,1024; quick 512)",
     )

@@ -54,12 +54,9 @@ def test_the_held_out_precision_comes_from_validation_rows_and_is_carried_to_the
     monkeypatch.setattr(ConcreteDropoutMethod, "after_training", spy)
     (result,) = run_uci(data, tiny_method("concrete"), [1], None, TINY, log=lambda m: None)
     grid, final = seen
-    fit, validation = (
-        round(0.8 * len(data.splits[1].train)),
-        len(data.splits[1].train) - round(0.8 * len(data.splits[1].train)),
-    )
-    assert grid[0] is not None and grid[0][0].shape[1] == validation and grid[1] == fit
-    # the final fit trains on every training row and sees no held-out rows (its scoring rows are the test rows)
+    fit, validation = fit_and_validate(data.splits[1].train)
+    assert grid[0] is not None and grid[0][0].shape[1] == len(validation) and grid[1] == len(fit)
+    # the final fit trains on all the training rows and sees no held-out rows (it scores the test rows)
     assert final[0] is None and final[1] == len(data.splits[1].train)
     chosen = max(result["validation"], key=lambda v: v["test_ll"])
     assert final[2] == [chosen["tau_held_out"]]

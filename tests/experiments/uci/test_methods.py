@@ -57,7 +57,7 @@ def test_init_setting_reaches_every_network_and_is_checked_on_resume(tiny, monke
         run_uci(data, chosen, [0], None, replace(TINY, init="glorot"), log=lambda m: None)
         # (holding tau at its own value, Concrete dropout's network has no tau site to start)
         assert guides and all(g.init_loc_fn is init_to_glorot for g in guides), method
-    # learning tau by MAP (the default), Concrete dropout starts it at its own value and the rest by the init setting
+    # learning tau by MAP (the default), Concrete dropout starts tau at its own value, the rest by --init
     guides.clear()
     glorot = replace(TINY, init="glorot")
     run_uci(data, tiny_method("concrete"), [0], None, glorot, log=lambda m: None)
