@@ -22,6 +22,7 @@ LEGACY_SETTINGS: dict[str, Any] = {
     "concrete_tau_init": None,
     "concrete_tau": "map",
     "concrete_m_step_rows": "training",
+    "concrete_tau_grid": [],
 }
 # the shared settings a kept result must have been made with (with all of its method's options)
 CHECKED_SETTINGS = ("epochs_multiplier", "num_samples", "validation_samples", "seed", "init")

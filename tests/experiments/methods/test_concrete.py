@@ -62,7 +62,15 @@ def test_the_held_out_precision_comes_from_validation_rows_and_is_carried_to_the
     assert final[2] == [chosen["tau_held_out"]]
     assert result["tau_held_out"] == chosen["tau_held_out"]
     assert result["tau"] == pytest.approx(chosen["tau_held_out"], rel=1e-5)  # (through float32)
-    assert math.isfinite(result["tau_before_m_step"]) and result["tau_before_m_step"] != result["tau"]
+    # every network trained with tau held at its grid value (standardised scale), the final one at the
+    # chosen point's; the M-step then replaced it
+    assert result["tau_train"] == chosen["tau_train"] and result["tau_before_m_step"] != result["tau"]
+    rows = result["validation"]
+    assert len(rows) == 9 and {r["tau_train"] for r in rows} == {1.0, 10.0, 100.0}
+    for r in rows:  # held: before the M-step, each row's tau is its grid value on the original scale
+        same = [v["tau_before_m_step"] for v in rows if v["tau_train"] == r["tau_train"]]
+        assert same == pytest.approx([r["tau_before_m_step"]] * 3, rel=1e-6)
+    assert rows[1]["tau_before_m_step"] / rows[0]["tau_before_m_step"] == pytest.approx(10.0, rel=1e-5)
     # the paper's closed form on the training rows: nothing carried
     seen.clear()
     (training,) = run_uci(

@@ -51,16 +51,15 @@ def test_init_setting_reaches_every_network_and_is_checked_on_resume(tiny, monke
     guides = spy_on_build(monkeypatch, "guide")
     from pyro_dropout.guides import init_to_glorot
 
-    for method in ("mc-dropout", "mfvi", "ensemble", "nn-p0", "concrete-em"):
+    for method in ("mc-dropout", "mfvi", "ensemble", "concrete", "nn-p0"):
         guides.clear()
-        chosen = tiny_method("concrete", tau="em") if method == "concrete-em" else tiny_method(method)
-        run_uci(data, chosen, [0], None, replace(TINY, init="glorot"), log=lambda m: None)
-        # (holding tau at its own value, Concrete dropout's network has no tau site to start)
+        run_uci(data, tiny_method(method), [0], None, replace(TINY, init="glorot"), log=lambda m: None)
+        # (Concrete dropout holds tau at its grid values by default, so its network has no tau site)
         assert guides and all(g.init_loc_fn is init_to_glorot for g in guides), method
-    # learning tau by MAP (the default), Concrete dropout starts tau at its own value, the rest by --init
+    # learning tau by MAP, Concrete dropout starts tau at its own value, the rest by --init
     guides.clear()
     glorot = replace(TINY, init="glorot")
-    run_uci(data, tiny_method("concrete"), [0], None, glorot, log=lambda m: None)
+    run_uci(data, tiny_method("concrete", tau="map"), [0], None, glorot, log=lambda m: None)
     assert guides and all(g.init_loc_fn.keywords["fallback"] is init_to_glorot for g in guides)
     run_uci(data, tiny_method("mc-dropout"), [0], tiny / "out", TINY, log=lambda m: None)
     with pytest.raises(ValueError, match="init='fan-in' but this run has init='glorot'"):
@@ -78,8 +77,9 @@ def test_concrete_tau_start_under_map_and_the_settings_checked_on_resume(tiny):
         built.guide(built.stats.x(built.train[0]), built.stats.y(built.train[1]))
         return built.guide.median()["tau"].reshape(-1)
 
-    # the default learns tau by MAP (paper 001, appendix D), starting at 1; "em" holds it there
-    assert (ConcreteOptions().tau, ConcreteOptions().tau_init) == ("map", 1.0)
+    # the default holds tau at each value of a grid chosen on validation rows; "map" learns it from 1
+    assert (ConcreteOptions().tau, ConcreteOptions().tau_init) == ("em", 1.0)
+    assert ConcreteOptions().tau_grid == (1.0, 10.0, 100.0)
     # (through the guide's log-parametrisation: equal to float32 rounding)
     assert torch.allclose(initial_tau(tau="map"), torch.full((4,), 1.0), rtol=1e-6, atol=0)
     assert torch.allclose(initial_tau(tau="map", tau_init=1e-3), torch.full((4,), 1e-3), rtol=1e-6)
@@ -94,17 +94,26 @@ def test_concrete_tau_start_under_map_and_the_settings_checked_on_resume(tiny):
         run_uci(data, tiny_method(method), [0], out, TINY, log=lambda m: None)
         path = out / f"tiny_{method}_split00.json"
         stored = json.loads(path.read_text())
-        for key in ("concrete_tau_init", "concrete_tau", "concrete_m_step_rows"):  # (MC dropout's: none)
+        for key in ("concrete_tau_init", "concrete_tau", "concrete_m_step_rows", "concrete_tau_grid"):
             stored["settings"].pop(key, None)
         path.write_text(json.dumps(stored))
-    with pytest.raises(ValueError, match=r"concrete_tau='map' but this run has concrete_tau='em'"):
-        run_uci(data, tiny_method("concrete", tau="em"), [0], out, TINY, log=lambda m: None)
-    with pytest.raises(ValueError, match=r"concrete_tau_init=None but this run has concrete_tau_init=1\.0"):
-        run_uci(data, tiny_method("concrete", m_step_rows="training"), [0], out, TINY, log=lambda m: None)
-    legacy_m_step = r"concrete_m_step_rows='training' but this run has concrete_m_step_rows='validation'"
-    with pytest.raises(ValueError, match=legacy_m_step):
-        run_uci(data, tiny_method("concrete", tau_init=None), [0], out, TINY, log=lambda m: None)
-    legacy_run = tiny_method("concrete", tau="map", tau_init=None, m_step_rows="training")
+    legacy = {"tau": "map", "tau_init": None, "m_step_rows": "training", "tau_grid": ()}
+    for key, value, shown in [
+        ("tau", "em", r"concrete_tau='map' but this run has concrete_tau='em'"),
+        ("tau_init", 1.0, r"concrete_tau_init=None but this run has concrete_tau_init=1\.0"),
+        ("m_step_rows", "validation", r"concrete_m_step_rows='training' but this run has 'validation'"),
+        (
+            "tau_grid",
+            (1.0, 10.0),
+            r"concrete_tau_grid=\[\] but this run has concrete_tau_grid=\[1\.0, 10\.0\]",
+        ),
+    ]:
+        changed = {**legacy, key: value, **({"tau_init": 1.0} if key == "tau" else {})}
+        with pytest.raises(ValueError, match=shown.replace("has '", "has concrete_m_step_rows='")):
+            run_uci(data, tiny_method("concrete", **changed), [0], out, TINY, log=lambda m: None)
+    with pytest.raises(ValueError, match="was made with"):  # today's default differs in all four
+        run_uci(data, tiny_method("concrete"), [0], out, TINY, log=lambda m: None)
+    legacy_run = tiny_method("concrete", **legacy)
     run_uci(data, legacy_run, [0], out, TINY, log=lambda m: None)
     run_uci(data, tiny_method("mc-dropout"), [0], out, TINY, log=lambda m: None)  # Concrete's settings only
 
@@ -113,17 +122,17 @@ def test_concrete_tau_held_during_training_then_set_by_the_m_step(tiny):
     data = UCIBenchmark.load("tiny", tiny)
     runs = {}
     for init in (0.5, 2.0):
-        method = tiny_method("concrete", tau="em", tau_init=init)
+        method = tiny_method("concrete", tau="em", tau_init=init, m_step_rows="training", tau_grid=())
         (runs[init],) = run_uci(data, method, [0], None, TINY, log=lambda m: None)
     # held: the value before the M-step is the start itself (original scale: the same factor 1/std_y^2)
     assert runs[2.0]["tau_before_m_step"] / runs[0.5]["tau_before_m_step"] == pytest.approx(4.0, rel=1e-6)
     # the M-step replaced it with the closed-form MAP, which depends on the fit, not on the start
     assert runs[2.0]["tau"] != pytest.approx(runs[2.0]["tau_before_m_step"], rel=1e-3)
-    learned_tau = tiny_method("concrete", tau="map", tau_init=0.5)
+    learned_tau = tiny_method("concrete", tau="map", tau_init=0.5, m_step_rows="training")
     (learned,) = run_uci(data, learned_tau, [0], None, TINY, log=lambda m: None)
     # MAP moved it
     assert learned["tau_before_m_step"] != pytest.approx(runs[0.5]["tau_before_m_step"], rel=1e-6)
     with pytest.raises(ValueError, match=r"tau \(--concrete-tau\) must be one of em, map, got 'fixed'"):
         tiny_method("concrete", tau="fixed")
     with pytest.raises(ValueError, match="holds tau at tau_init, which is None"):
-        tiny_method("concrete", tau="em", tau_init=None)
+        tiny_method("concrete", tau="em", tau_init=None, tau_grid=())

@@ -162,10 +162,12 @@ def test_every_method_runs(tiny, method):
     if method == "concrete":
         assert set(result["learned_p"]) == {"hidden.0.weight", "output.weight"}
         assert result["tau"] > 0 and "tau_before_m_step" in result
-        # the prior length-scale is chosen on the validation rows (paper 001, appendix D)
-        assert [v["length_scale"] for v in result["validation"]] == list(ConcreteOptions().length_scales)
+        # the prior length-scale (paper 001, appendix D) and the held tau are chosen on the validation rows
+        o = ConcreteOptions()
+        grid = [(v["length_scale"], v["tau_train"]) for v in result["validation"]]
+        assert grid == [(length, t) for length in o.length_scales for t in o.tau_grid]
         best = max(result["validation"], key=lambda v: v["test_ll"])
-        assert result["length_scale"] == best["length_scale"]
+        assert (result["length_scale"], result["tau_train"]) == (best["length_scale"], best["tau_train"])
 
 
 def test_ensemble_chooses_its_epochs_on_the_validation_rows(tiny, monkeypatch):
@@ -204,7 +206,8 @@ def test_concrete_grid_trains_its_length_scales_together(tiny, monkeypatch):
     monkeypatch.setattr(protocol_module, "train_and_score", spy)
     run_uci(data, tiny_method("concrete"), [0, 1], None, TINY, log=lambda m: None)
     grid, final = seen  # one pass for the grid of both splits, one for the final models
-    assert grid == sorted(list(ConcreteOptions().length_scales) * 2) and len(final) == 2
+    o = ConcreteOptions()
+    assert grid == sorted(list(o.length_scales) * len(o.tau_grid) * 2) and len(final) == 2
 
 
 def test_results_are_json(tiny):
