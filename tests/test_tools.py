@@ -124,14 +124,15 @@ def test_grid_stage_reproduces_the_stored_validation_and_compares_a_change(tmp_p
         diffs = [p["now"] - p["stored"] for p in r["points"]]
         assert r["mean_difference"] == pytest.approx(sum(diffs) / len(diffs))
     assert "best grid point" in capsys.readouterr().out
-    # Concrete dropout's grid is its length-scale alone (its rows also hold the learned tau)
+    # Concrete dropout's grid is its length-scale and held tau (its rows also hold the measured tau)
     run_uci(UCIBenchmark.load("tiny", root), tiny_method("concrete"), [0], out, TINY, log=lambda _: None)
     concrete = tool.main(
         ["tiny", "0", "--method", "concrete", "--results", str(out), "--data-dir", str(root)]
     )
     (row,) = concrete["splits"]
+    o = ConcreteOptions()
     assert [p["hyper"] for p in row["points"]] == [
-        {"length_scale": v} for v in ConcreteOptions().length_scales
+        {"length_scale": v, "tau_train": t} for v in o.length_scales for t in o.tau_grid
     ]
     assert all(p["now"] == p["stored"] for p in row["points"])
 
