@@ -44,18 +44,28 @@ class Predictive:
         return self.means.mean(0)
 
     @property
+    def epistemic_variance(self) -> torch.Tensor:
+        """The variance of the draws' outputs, ``[R, m]``."""
+        return self.means.var(0, unbiased=False)
+
+    @property
+    def aleatoric_variance(self) -> torch.Tensor:
+        """The mean noise variance of the draws, ``[R, m]``."""
+        return self.noise.mean(0)
+
+    @property
     def epistemic(self) -> torch.Tensor:
         """The spread of the draws (standard deviation), ``[R, m]``."""
-        return self.means.var(0, unbiased=False).sqrt()
+        return self.epistemic_variance.sqrt()
 
     @property
     def aleatoric(self) -> torch.Tensor:
-        return self.noise.mean(0).sqrt()
+        return self.aleatoric_variance.sqrt()
 
     @property
     def sd(self) -> torch.Tensor:
         """The predictive standard deviation: the draws' spread and the noise together."""
-        return (self.means.var(0, unbiased=False) + self.noise.mean(0)).sqrt()
+        return (self.epistemic_variance + self.aleatoric_variance).sqrt()
 
 
 def _rows(x: np.ndarray, y: np.ndarray, runs: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:

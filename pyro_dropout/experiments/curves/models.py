@@ -4,6 +4,7 @@ p = 0.1 and 0.2, standard dropout (weight averaging), MC dropout with only 10 dr
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import numpy as np
@@ -23,8 +24,6 @@ def fit_models(
     """Each model trained on ``t``, ``y`` and predicting at ``points``: ``{name: Predictive}`` (one
     run each) and the seconds each training took. Names: ``relu-p0.1`` ... ``tanh-p0.2``,
     ``relu-p0.1-standard``, ``relu-p0.1-T10``, ``gp``."""
-    import time
-
     curves: dict[str, Predictive] = {}
     seconds: dict[str, float] = {}
     for activation in ("relu", "tanh"):

@@ -44,8 +44,7 @@ def _one_size(n: int, s: CurveSettings, repeats: int, batch: int, progress: bool
     )
     test_x, _ = linear_noise(1000, seed=10**6 + s.seed)
     pred = mc_predictive(fitted, test_x, s.num_samples)
-    epistemic = pred.means.var(0, unbiased=False).mean(-1)
-    aleatoric = pred.noise.mean((0, -1))
+    epistemic, aleatoric = pred.epistemic_variance.mean(-1), pred.aleatoric_variance.mean(-1)
     rates = {k: v.reshape(-1).tolist() for k, v in fitted.guide.dropout_rates().items()}
     line = np.linspace(-3, 3, 61)
     example = mc_predictive(fitted, line, s.num_samples)

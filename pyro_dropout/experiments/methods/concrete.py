@@ -192,10 +192,15 @@ def held_out_tau(means: torch.Tensor, y: torch.Tensor, start: torch.Tensor, step
 
     lo, hi = start.log() - 6.0, start.log() + 6.0
     ratio = (math.sqrt(5) - 1) / 2
-    for _ in range(steps):
-        a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
-        left = loglik(a) > loglik(b)
+    a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+    at_a, at_b = loglik(a), loglik(b)
+    for _ in range(steps):  # one new evaluation a step: the kept inner point is the next a or b
+        left = at_a > at_b
         lo, hi = torch.where(left, lo, a), torch.where(left, b, hi)
+        new = torch.where(left, hi - ratio * (hi - lo), lo + ratio * (hi - lo))
+        at_new = loglik(new)
+        a, b = torch.where(left, new, b), torch.where(left, a, new)
+        at_a, at_b = torch.where(left, at_new, at_b), torch.where(left, at_a, at_new)
     return ((lo + hi) / 2).exp()
 
 

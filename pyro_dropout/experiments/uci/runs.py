@@ -186,7 +186,7 @@ def train_and_score(
     )
     if checkpoints is not None and checkpoint is not None:
         checkpoints.resumed_seconds += checkpoint.earlier
-    after = method.after_training(built.model, built.guide, _after_rows(built, specs, s))
+    after = method.after_training(built.model, built.guide, _after_rows(built, specs, s, x_std, y_std))
     scores = _score_rows(bench, method, built, specs, s, num_samples)
     if checkpoint is not None:  # scored: the training state has done its work
         checkpoint.remove()
@@ -200,14 +200,16 @@ def train_and_score(
     ]
 
 
-def _after_rows(built: Built, specs: list[Spec], s: Settings) -> AfterTraining:
-    stats, (x, y) = built.stats, built.train
-    x_std = stats.x(x)
+def _after_rows(
+    built: Built, specs: list[Spec], s: Settings, x_std: torch.Tensor, y_std: torch.Tensor
+) -> AfterTraining:
+    """What ``after_training`` sees, given the standardised training rows ``x_std``, ``y_std``."""
+    stats = built.stats
     held_out = None
     if specs[0].validates:  # the grid stage: its scoring rows are validation rows
         held_out = (stats.x(built.score[0]), stats.y(built.score[1]))
     chunk = _chunk(built.model, s, x_std)
-    return AfterTraining(x_std, stats.y(y), stats.y_std, chunk, [sp.hyper for sp in specs], held_out)
+    return AfterTraining(x_std, y_std, stats.y_std, chunk, [sp.hyper for sp in specs], held_out)
 
 
 def _score_rows(
