@@ -15,7 +15,7 @@ LAYERS = [
     {"nn"},
     {"guides"},
     {"infer"},
-    {"metrics", "export"},
+    {"metrics", "export", "attacks"},
     {"baselines", "datasets"},
     {"experiments", "cli", "__init__"},
 ]

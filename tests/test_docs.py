@@ -14,7 +14,18 @@ API = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text()
 
 @pytest.mark.parametrize(
     "module",
-    ["distributions", "nn", "guides", "infer", "metrics", "export", "datasets", "baselines", "runtime"],
+    [
+        "distributions",
+        "nn",
+        "guides",
+        "infer",
+        "metrics",
+        "attacks",
+        "export",
+        "datasets",
+        "baselines",
+        "runtime",
+    ],
 )
 def test_every_public_name_is_documented(module):
     mod = importlib.import_module(f"pyro_dropout.{module}")

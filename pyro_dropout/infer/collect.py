@@ -10,9 +10,21 @@ from pyro.poutine.util import site_is_subsample
 from .predictions import Predictions
 from .traces import Site
 
-__all__ = ["DRAWS_PLATE", "Buffers", "check_batch_dims", "collect_site", "fill", "tidy"]
+__all__ = ["DRAWS_PLATE", "Buffers", "check_batch_dims", "collect_site", "fill", "plate_nesting", "tidy"]
 
 DRAWS_PLATE = "_pyro_dropout_draws"  # the plate of the draws of a chunk
+
+
+def plate_nesting(trace: Trace) -> int:
+    """How many vectorised plates the sample sites of ``trace`` nest (the draws' plate not counted)."""
+    dims = [
+        f.dim
+        for site in trace.nodes.values()
+        if site["type"] == "sample"
+        for f in site["cond_indep_stack"]
+        if f.vectorized and f.dim is not None and f.name != DRAWS_PLATE
+    ]
+    return -min(dims) if dims else 0
 
 
 def check_batch_dims(name: str, site: Site, nesting: int) -> None:

@@ -12,7 +12,7 @@ from pyro.poutine.trace_struct import Trace
 from pyro.poutine.util import prune_subsample_sites
 
 from .batched import explain_batched_failure
-from .collect import DRAWS_PLATE, Buffers, fill
+from .collect import DRAWS_PLATE, Buffers, fill, plate_nesting
 from .inputs import check_finite_inputs, check_not_empty
 from .predictions import Predictions
 from .traces import Site
@@ -40,17 +40,6 @@ def _to_device(args: tuple, kwargs: dict, device: torch.device | None) -> tuple[
         return args, kwargs
     move = lambda v: v.to(device) if isinstance(v, torch.Tensor) else v  # noqa: E731
     return tuple(move(a) for a in args), {k: move(v) for k, v in kwargs.items()}
-
-
-def _max_plate_nesting(trace: Trace) -> int:
-    dims = [
-        f.dim
-        for site in trace.nodes.values()
-        if site["type"] == "sample"
-        for f in site["cond_indep_stack"]
-        if f.vectorized and f.dim is not None and f.name != DRAWS_PLATE
-    ]
-    return -min(dims) if dims else 0
 
 
 def _chunks(total: int, size: int) -> Iterable[int]:
@@ -88,7 +77,7 @@ def _chunk_traces(
             prototype = poutine.trace(poutine.condition(model, one_draw(args, kwargs))).get_trace(
                 *args, **kwargs
             )
-    nesting = _max_plate_nesting(prototype)
+    nesting = plate_nesting(prototype)
     if not parallel:
         for _ in range(num_samples):
             with torch.no_grad(), poutine.block():

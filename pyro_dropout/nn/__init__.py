@@ -5,8 +5,9 @@ from .adapt import broadcast_pyro_layers
 from .classifiers import concrete_mlp, small_mlp
 from .conv import Conv1d, Conv2d, Conv3d
 from .convert import ConvertedModel, from_module
+from .keras_cnn import KerasCNN
 from .layers import Linear, prior_scale_from_length_scale
-from .lenet import LeNet, length_scale_for
+from .lenet import LeNet, length_scale_for, observe_classes
 from .models import MLP
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "Conv2d",
     "Conv3d",
     "ConvertedModel",
+    "KerasCNN",
     "LeNet",
     "Linear",
     "broadcast_pyro_layers",
@@ -23,6 +25,7 @@ __all__ = [
     "functional",
     "length_scale_for",
     "masking",
+    "observe_classes",
     "prior_scale_from_length_scale",
     "small_mlp",
 ]

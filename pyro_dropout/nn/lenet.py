@@ -25,7 +25,7 @@ from .conv import Conv2d
 from .functional import flatten, max_pool2d
 from .layers import Linear
 
-__all__ = ["LeNet", "length_scale_for"]
+__all__ = ["LeNet", "length_scale_for", "observe_classes"]
 
 
 def length_scale_for(weight_decay: float, num_data: int, p: float) -> float:
@@ -39,6 +39,15 @@ def length_scale_for(weight_decay: float, num_data: int, p: float) -> float:
             f"{num_data}, {p}"
         )
     return math.sqrt(weight_decay * num_data * (1.0 - p))
+
+
+def observe_classes(logits: torch.Tensor, y: torch.Tensor | None, num_data: int | None) -> torch.Tensor:
+    """``Categorical(logits=logits)`` observed (or sampled) in a plate ``"data"`` over the images,
+    scaled to ``num_data`` of them; records ``"logits"``. ``logits``: ``[..., N, classes]``."""
+    n = logits.shape[-2]
+    with pyro.plate("data", num_data or n, subsample=torch.arange(n, device=logits.device)):
+        logits = pyro.deterministic("logits", logits, event_dim=1)
+        return pyro.sample("obs", dist.Categorical(logits=logits), obs=y)
 
 
 class LeNet(PyroModule):
@@ -82,8 +91,4 @@ class LeNet(PyroModule):
     def forward(
         self, x: torch.Tensor, y: torch.Tensor | None = None, num_data: int | None = None
     ) -> torch.Tensor:
-        logits = self.logits(x)
-        n = x.shape[-4]
-        with pyro.plate("data", num_data or n, subsample=torch.arange(n, device=x.device)):
-            logits = pyro.deterministic("logits", logits, event_dim=1)
-            return pyro.sample("obs", dist.Categorical(logits=logits), obs=y)
+        return observe_classes(self.logits(x), y, num_data)

@@ -1,5 +1,11 @@
-"""The MNIST experiments: OOD and misclassification detection, the rotated digit, Concrete rates."""
+"""The MNIST experiments: OOD and misclassification detection, the rotated digit, Concrete rates,
+BB-α on an MLP and a CNN, and adversarial examples."""
 
+from .adversarial import run_adversarial
+from .alpha_settings import ATTACK_QUICK, BBALPHA_QUICK, AlphaSettings, AttackSettings
+from .alpha_training import alpha_loss, mc_probs, train_with_alpha
+from .attack_scores import targeted_attack, untargeted_attack
+from .bbalpha import run_bbalpha
 from .concrete_rates import run_concrete_rates
 from .data import ImageSplits, load_splits
 from .ood import run_ood
@@ -10,16 +16,27 @@ from .table import ood_tables
 from .training import train_classifier, train_lenet
 
 __all__ = [
+    "ATTACK_QUICK",
+    "BBALPHA_QUICK",
     "QUICK",
+    "AlphaSettings",
+    "AttackSettings",
     "ImageSplits",
     "MnistSettings",
+    "alpha_loss",
     "load_splits",
+    "mc_probs",
     "method_scores",
     "ood_tables",
     "rotate",
+    "run_adversarial",
+    "run_bbalpha",
     "run_concrete_rates",
     "run_ood",
     "run_rotated",
+    "targeted_attack",
     "train_classifier",
     "train_lenet",
+    "train_with_alpha",
+    "untargeted_attack",
 ]

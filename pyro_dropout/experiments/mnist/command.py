@@ -1,25 +1,30 @@
-"""``pyro-dropout mnist ood`` and ``pyro-dropout mnist rotated``: their flags, from
-:class:`MnistSettings`; ``--quick`` sets the quick values of the settings not given."""
+"""``pyro-dropout mnist ood | rotated | concrete | bbalpha | adversarial``: their flags, from
+:class:`MnistSettings` (and the experiment's own settings); ``--quick`` sets the quick values of
+the settings not given."""
 
 from __future__ import annotations
 
 import argparse
 from dataclasses import fields, replace
 from pathlib import Path
+from typing import Any
 
 from ..core import add_flags, from_args, int_list
+from .alpha_settings import ATTACK_QUICK, BBALPHA_QUICK, AlphaSettings, AttackSettings
 from .predictors import METHODS
 from .settings import QUICK, MnistSettings
 
 __all__ = ["add_mnist"]
 
 
-def _settings(args: argparse.Namespace) -> MnistSettings:
-    settings = from_args(MnistSettings, args)
+def _settings(args: argparse.Namespace, cls: type = MnistSettings, quick: dict | None = None) -> Any:
+    """``cls`` from the flags; with ``--quick``, the quick values of the fields not given."""
+    settings: Any = from_args(cls, args)
     if args.quick:
-        defaults = {f.name: f.default for f in fields(MnistSettings)}
-        given = {k for k in QUICK if getattr(settings, k) != defaults[k]}
-        settings = replace(settings, **{k: v for k, v in QUICK.items() if k not in given})
+        quick = {k: v for k, v in (QUICK if quick is None else quick).items() if hasattr(settings, k)}
+        defaults = {f.name: f.default for f in fields(cls)}
+        given = {k for k in quick if getattr(settings, k) != defaults[k]}
+        settings = replace(settings, **{k: v for k, v in quick.items() if k not in given})
     return settings
 
 
@@ -78,7 +83,42 @@ def _concrete(args: argparse.Namespace) -> int:
     return 0
 
 
-def _common(parser: argparse.ArgumentParser, out: str) -> None:
+def _bbalpha(args: argparse.Namespace) -> int:
+    from .alpha_figures import mean_se
+    from .bbalpha import run_bbalpha
+
+    settings = _settings(args, quick=BBALPHA_QUICK)
+    results = run_bbalpha(
+        settings,
+        _settings(args, AlphaSettings, BBALPHA_QUICK),
+        Path(args.out),
+        data_dir=args.data_dir,
+        progress=not args.quiet,
+    )
+    for name in ("mlp", "cnn"):
+        for alpha, scores in results.get(name, {}).items():
+            (acc, acc_se), (ll, ll_se) = mean_se(scores["accuracy"]), mean_se(scores["test_ll"])
+            print(f"{name} α={alpha}: accuracy {acc:.4f} ± {acc_se:.4f}, test LL {ll:.4f} ± {ll_se:.4f}")
+    return 0
+
+
+def _adversarial(args: argparse.Namespace) -> int:
+    from .adversarial import run_adversarial
+
+    results = run_adversarial(
+        _settings(args, quick=ATTACK_QUICK),
+        _settings(args, AttackSettings, ATTACK_QUICK),
+        Path(args.out),
+        data_dir=args.data_dir,
+        progress=not args.quiet,
+    )
+    for name, r in results["untargeted"].items():
+        pairs = ", ".join(f"{e:g}: {acc:.2f}" for e, acc in zip(r["eta"], r["accuracy"], strict=True))
+        print(f"{name} (clean {results['clean'][name]['accuracy']:.4f}) accuracy by η: {pairs}")
+    return 0
+
+
+def _common(parser: argparse.ArgumentParser, out: str, quick: dict | None = None, skip: tuple = ()) -> None:
     parser.add_argument("--out", default=out, help=f"results.json and the figures go here (default: {out})")
     parser.add_argument(
         "--data-dir",
@@ -86,14 +126,18 @@ def _common(parser: argparse.ArgumentParser, out: str) -> None:
         help="folder holding mnist/, fashion-mnist/, notmnist/ (default: $PYRO_DROPOUT_DATA)",
     )
     parser.add_argument(
-        "--quick", action="store_true", help=f"a first try, under 10 minutes on 2 cores: {QUICK} unless given"
+        "--quick",
+        action="store_true",
+        help=f"a first try, under 10 minutes on 2 cores: {QUICK if quick is None else quick} unless given",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
-    add_flags(parser, MnistSettings)
+    add_flags(parser, MnistSettings, skip=skip)
 
 
 def add_mnist(sub: argparse._SubParsersAction) -> None:
-    mnist = sub.add_parser("mnist", help="the MNIST experiments: ood, rotated, concrete")
+    mnist = sub.add_parser(
+        "mnist", help="the MNIST experiments: ood, rotated, concrete, bbalpha, adversarial"
+    )
     experiments = mnist.add_subparsers(dest="experiment", required=True)
     ood = experiments.add_parser(
         "ood", help="OOD and misclassification detection, calibration: five methods on LeNet"
@@ -124,3 +168,13 @@ def add_mnist(sub: argparse._SubParsersAction) -> None:
         "--min-steps", type=int, default=None, help="fewest steps of a run (default 2000; quick 1000)"
     )
     concrete.set_defaults(func=_concrete)
+    bbalpha = experiments.add_parser("bbalpha", help="paper 003 Figs. 4-5: BB-α on the 2x100 MLP and a CNN")
+    _common(bbalpha, "results/mnist-bbalpha", BBALPHA_QUICK, skip=("ensemble_size",))
+    add_flags(bbalpha, AlphaSettings)
+    bbalpha.set_defaults(func=_bbalpha)
+    attack = experiments.add_parser(
+        "adversarial", help="paper 003 Figs. 6-7: gradient-sign attacks and detection"
+    )
+    _common(attack, "results/mnist-adversarial", ATTACK_QUICK, skip=("ensemble_size", "num_samples"))
+    add_flags(attack, AttackSettings)
+    attack.set_defaults(func=_adversarial)
