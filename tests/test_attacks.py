@@ -8,7 +8,7 @@ import torch
 from pyro_dropout.attacks import fgs, iterative_fgs, predictive_log_probs
 from pyro_dropout.guides import DropoutGuide
 from pyro_dropout.infer import predict
-from pyro_dropout.nn import MLP
+from pyro_dropout.nn import MLP, from_module
 
 
 def _fitted(dropout, hidden=()):
@@ -108,3 +108,21 @@ def test_bad_inputs_and_models_are_named():
     regression_guide(x, torch.randn(6))
     with pytest.raises(ValueError, match="not a categorical likelihood"):
         fgs(regression, regression_guide, x, eta=0.1)
+
+
+def test_a_converted_torch_network_is_attacked_like_any_model():
+    pyro.clear_param_store()
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(
+        torch.nn.Linear(4, 16), torch.nn.ReLU(), torch.nn.Dropout(0.2), torch.nn.Linear(16, 3)
+    )
+    model = from_module(net, likelihood="categorical")
+    guide = DropoutGuide(model)
+    x = torch.rand(5, 4)
+    guide(x, torch.randint(0, 3, (5,)))
+    attacked = fgs(model, guide, x, eta=0.1, num_samples=4)
+    assert attacked.shape == x.shape and float((attacked - x).abs().max()) <= 0.1 + 1e-6
+    with torch.no_grad():
+        before = predictive_log_probs(model, guide, x, num_samples=400).max(-1).values
+        after = predictive_log_probs(model, guide, attacked, num_samples=400).max(-1).values
+    assert float((after - before).mean()) < 0  # the predicted class lost probability

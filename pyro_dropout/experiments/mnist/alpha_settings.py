@@ -58,4 +58,4 @@ class AttackSettings:
 
 # what --quick changes (the MNIST settings and these): each command under 10 minutes on 2 CPU cores
 BBALPHA_QUICK: dict[str, Any] = {"epochs": 3.0, "train_size": 10_000, "test_size": 2000, "repeats": 1}
-ATTACK_QUICK: dict[str, Any] = {"epochs": 2.0, "train_size": 10_000, "test_size": 1000}
+ATTACK_QUICK: dict[str, Any] = {"epochs": 2.0, "train_size": 10_000, "test_size": 500, "target_steps": 20}
