@@ -186,7 +186,20 @@ _EXAMPLES = """examples:
   pyro-dropout uci-table results/ --plot uci.png
   pyro-dropout mnist ood --quick                             LeNet: OOD and misclassification detection
   pyro-dropout co2 --quick                                   paper 000 Figs. 2-3: extrapolating CO2
+  pyro-dropout forecast --quick                              an LSTM with variational dropout on CO2
+  pyro-dropout bandit --quick                                Thompson sampling with MC dropout
   pyro-dropout COMMAND --help                                the flags of one command"""
+
+
+def _add_experiments(sub: argparse._SubParsersAction) -> None:
+    """The paper experiments' commands, each from its package."""
+    from .experiments.bandit.command import add_bandit
+    from .experiments.curves.command import add_curves
+    from .experiments.forecast.command import add_forecast
+    from .experiments.mnist.command import add_mnist
+
+    for add in (add_mnist, add_curves, add_forecast, add_bandit):
+        add(sub)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -205,12 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     _add_demo(sub)
     _add_uci(sub)
-    from .experiments.mnist.command import add_mnist
-
-    add_mnist(sub)
-    from .experiments.curves.command import add_curves
-
-    add_curves(sub)
+    _add_experiments(sub)
     table = sub.add_parser(
         "uci-table", help="markdown table of the UCI results next to the published numbers"
     )

@@ -15,7 +15,7 @@ LAYERS = [
     {"nn"},
     {"guides"},
     {"infer"},
-    {"metrics", "export", "attacks"},
+    {"metrics", "export", "attacks", "policies"},
     {"baselines", "datasets"},
     {"experiments", "cli", "__init__"},
 ]

@@ -21,6 +21,7 @@ API = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text()
         "infer",
         "metrics",
         "attacks",
+        "policies",
         "export",
         "datasets",
         "baselines",

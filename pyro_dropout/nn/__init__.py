@@ -9,8 +9,11 @@ from .keras_cnn import KerasCNN
 from .layers import Linear, prior_scale_from_length_scale
 from .lenet import LeNet, length_scale_for, observe_classes
 from .models import MLP
+from .recurrent import GRU, LSTM
 
 __all__ = [
+    "GRU",
+    "LSTM",
     "MLP",
     "Conv1d",
     "Conv2d",

@@ -39,6 +39,7 @@ __all__ = [
     "max_pool2d",
     "over_draws",
     "strip_plate_slots",
+    "take_mask",
 ]
 
 
@@ -86,6 +87,18 @@ def _batch_shape(what: str, *shapes: torch.Size) -> torch.Size:
         return torch.broadcast_shapes(*shapes)
     except RuntimeError as e:
         raise ValueError(f"{what}: sample/batch dims {[tuple(s) for s in shapes]} do not broadcast") from e
+
+
+def take_mask(weight: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor]:
+    """For a layer that applies ``weight`` to inputs like ``x`` ``[..., N, in]`` at several places
+    (a recurrent layer, at every time step): ``(keep, w)``. ``keep`` is the weight's one
+    per-example mask (``None`` outside :func:`~pyro_dropout.nn.masking.per_example_masks`, or for
+    a weight not masked so), to multiply those inputs by wherever the weight meets them; ``w`` is
+    the weight to multiply them with, which :func:`linear` then leaves unmasked."""
+    pending = input_mask_for(weight)
+    if pending is None:
+        return None, weight
+    return pending.keep_mask(x, strip_plate_slots), weight.view(weight.shape)
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:

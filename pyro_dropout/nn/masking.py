@@ -13,8 +13,11 @@ estimator has lower variance (the "local reparameterisation" argument of Kingma,
 it with ``per_example_masks=True``: they replay the mean :math:`M` of every masked
 weight into the model inside :func:`per_example_masks`, and
 :func:`~pyro_dropout.nn.functional.linear` and :func:`~pyro_dropout.nn.functional.conv2d`
-mask their inputs when they meet one of those weights. Prediction is unchanged: a
-posterior predictive sample is one function, one mask for every input.
+mask their inputs when they meet one of those weights. Each weight gets one mask per example: a
+layer that applies a weight at several places (a recurrent weight, at every time step) takes the
+mask once (:func:`~pyro_dropout.nn.functional.take_mask`, :meth:`InputMask.keep_mask`) and reuses
+it, so a sequence keeps its masks over time. Prediction is unchanged: a posterior predictive
+sample is one function, one mask for every input.
 """
 
 from __future__ import annotations
@@ -47,11 +50,20 @@ class InputMask:
         :param strip: the function that removes the plate slots of the weight's batch dims
             (:func:`~pyro_dropout.nn.functional.strip_plate_slots`), applied to ``p`` too.
         """
+        return x * self.keep_mask(x, strip)
+
+    def keep_mask(self, x: torch.Tensor, strip: Callable[[torch.Tensor, int], torch.Tensor]) -> torch.Tensor:
+        r"""The mask :func:`mask_input` multiplies ``x`` by, ``keep / (1 - p)``, one per example and
+        input unit, shaped to broadcast against ``x``: for a layer that applies the weight at
+        several places with the *same* mask (a recurrent weight, at every time step of a
+        sequence: :func:`~pyro_dropout.nn.functional.take_mask`). Each weight gets one mask:
+        taking it counts as the weight's one use."""
         self.uses += 1
         if self.uses > 1:
             raise ValueError(
                 f"site '{self.name}': with per-example masks a weight may enter the model once "
-                "(a weight used twice would get two independent masks, a different model)"
+                "(a weight used twice would get two independent masks, a different model); a layer "
+                "that reuses it (over time steps) takes its mask once with keep_mask"
             )
         q = self.family
         core = q.event_dim
@@ -71,7 +83,7 @@ class InputMask:
         batch = torch.broadcast_shapes(p.shape[: p.dim() - core], x.shape[: x.dim() - core])
         units = x.shape[x.dim() - core :]
         shape = batch + units[:2] + (1,) * (core - 2)
-        return x * q.scaled_keep_with(torch.Size(shape), p)
+        return q.scaled_keep_with(torch.Size(shape), p)
 
 
 _ACTIVE: list[dict[int, InputMask]] = []

@@ -1,0 +1,45 @@
+"""``pyro-dropout bandit``: its flags, from :class:`BanditSettings`."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import fields, replace
+from pathlib import Path
+
+from ..core import add_flags, from_args
+from .settings import QUICK, BanditSettings
+
+__all__ = ["add_bandit"]
+
+
+def _bandit(args: argparse.Namespace) -> int:
+    from .run import run_bandit
+
+    s = from_args(BanditSettings, args)
+    if args.quick:
+        defaults = {f.name: f.default for f in fields(BanditSettings)}
+        s = replace(s, **{k: v for k, v in QUICK.items() if getattr(s, k) == defaults[k]})
+    results = run_bandit(s, Path(args.out), not args.quiet)
+    for delta, entry in results["deltas"].items():
+        cells = []
+        for policy, r in entry.items():
+            final = sum(r["final"]) / len(r["final"])
+            norm = (
+                f" ({sum(r['normalised']) / len(r['normalised']):.1f} of uniform's 100)"
+                if "normalised" in r
+                else ""
+            )
+            cells.append(f"{policy} {final:.0f}{norm}")
+        print(f"δ = {delta}: cumulative regret " + ", ".join(cells))
+    return 0
+
+
+def add_bandit(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "bandit", help="paper 000 §5.4: Thompson sampling with MC dropout, the wheel bandit"
+    )
+    parser.add_argument("--out", default="results/bandit", help="results.json and bandit.png go here")
+    parser.add_argument("--quick", action="store_true", help=f"a first try: {QUICK} unless given")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_flags(parser, BanditSettings)
+    parser.set_defaults(func=_bandit)

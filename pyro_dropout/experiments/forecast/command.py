@@ -1,0 +1,39 @@
+"""``pyro-dropout forecast``: its flags, from :class:`ForecastSettings`."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import fields, replace
+from pathlib import Path
+
+from ..core import add_flags, from_args
+from .settings import QUICK, ForecastSettings
+
+__all__ = ["add_forecast"]
+
+
+def _forecast(args: argparse.Namespace) -> int:
+    from .run import run_forecast
+
+    settings = from_args(ForecastSettings, args)
+    if args.quick:
+        defaults = {f.name: f.default for f in fields(ForecastSettings)}
+        settings = replace(
+            settings, **{k: v for k, v in QUICK.items() if getattr(settings, k) == defaults[k]}
+        )
+    r = run_forecast(settings, Path(args.out), args.data_dir, not args.quiet)
+    sc = r["scores"]
+    print(f"predictive sd: {r['sd_one_year']:.2f} ppm a year ahead, {r['sd_end']:.2f} ppm at the horizon")
+    print(f"RMSE {sc['rmse']:.2f} ppm, test LL {sc['test_ll']:.2f}, 95% band covers {sc['coverage_95']:.0%} "
+          f"of the {sc['readings']} readings after the training end")  # fmt: skip
+    return 0
+
+
+def add_forecast(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("forecast", help="an LSTM with variational dropout forecasting CO2")
+    parser.add_argument("--out", default="results/forecast", help="results.json and forecast.png go here")
+    parser.add_argument("--data-dir", default=None, help="folder holding co2/ (default: $PYRO_DROPOUT_DATA)")
+    parser.add_argument("--quick", action="store_true", help=f"a first try: {QUICK} unless given")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_flags(parser, ForecastSettings)
+    parser.set_defaults(func=_forecast)
