@@ -40,7 +40,11 @@ def test_bbalpha_scores_each_alpha_and_a_rerun_resumes(images, tmp_path, capsys)
     assert len(results["seconds"]["mlp"]) == 3 and (tmp_path / "bbalpha.png").stat().st_size > 10_000
     assert "mlp α=0.5: accuracy" in capsys.readouterr().out
     assert _bbalpha(images, tmp_path, "mlp", 1)["seconds"] == results["seconds"]  # nothing trained again
-    assert len(_bbalpha(images, tmp_path, "mlp", 2)["seconds"]["mlp"]) == 6  # one more of each
+    more = _bbalpha(images, tmp_path, "mlp", 2)  # one more training of each α, the first ones kept
+    assert more["seconds"]["mlp"][:3] == results["seconds"]["mlp"] and len(more["seconds"]["mlp"]) == 6
+    assert [s["accuracy"][0] for s in more["mlp"].values()] == [
+        s["accuracy"][0] for s in results["mlp"].values()
+    ]
 
 
 @pytest.mark.slow

@@ -86,7 +86,8 @@ def run_adversarial(
     )
     out.mkdir(parents=True, exist_ok=True)
     path = out / "results.json"
-    results = resumed(path, {"mnist": asdict(s), "adversarial": asdict(a)})
+    how = {k: v for k, v in asdict(a).items() if k != "alphas"}  # a rerun may add networks
+    results = resumed(path, {"mnist": asdict(s), "adversarial": how})
     for part in ("clean", "untargeted", "targeted"):
         results.setdefault(part, {})
     for name, alpha in network_names(a).items():

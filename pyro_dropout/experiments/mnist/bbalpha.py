@@ -23,6 +23,9 @@ from .settings import MnistSettings
 __all__ = ["alpha_key", "resumed", "run_bbalpha"]
 
 
+WHICH = ("models", "alphas", "repeats")  # which trainings to run: a rerun may add to them
+
+
 def alpha_key(alpha: float) -> str:
     """The results' key of an α: ``"0"``, ``"0.5"``, ``"1"``."""
     return f"{alpha:g}"
@@ -83,7 +86,8 @@ def run_bbalpha(
     )
     out.mkdir(parents=True, exist_ok=True)
     path = out / "results.json"
-    results = resumed(path, {"mnist": asdict(s), "bbalpha": asdict(a)})
+    how = {k: v for k, v in asdict(a).items() if k not in WHICH}  # what each training is, not which run
+    results = resumed(path, {"mnist": asdict(s), "bbalpha": how})
     for name in a.models:
         for alpha in a.alphas:
             scores = results.setdefault(name, {}).setdefault(
