@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields, replace
 from pathlib import Path
 
-from ..core import add_flags, from_args
+from ..core import add_flags, from_args, unless_given
 from .settings import QUICK, BanditSettings
 
 __all__ = ["add_bandit"]
@@ -17,8 +16,7 @@ def _bandit(args: argparse.Namespace) -> int:
 
     s = from_args(BanditSettings, args)
     if args.quick:
-        defaults = {f.name: f.default for f in fields(BanditSettings)}
-        s = replace(s, **{k: v for k, v in QUICK.items() if getattr(s, k) == defaults[k]})
+        s = unless_given(s, QUICK)
     results = run_bandit(s, Path(args.out), not args.quiet)
     for delta, entry in results["deltas"].items():
         cells = []

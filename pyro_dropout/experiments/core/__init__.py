@@ -13,7 +13,7 @@ from .method import (
     register,
     unregister,
 )
-from .options import add_flags, flatten, from_args, int_list, unflatten, validate
+from .options import add_flags, flatten, from_args, int_list, unflatten, unless_given, validate
 from .protocol import Protocol, select_best
 from .splits import parse_splits
 from .store import ResultStore, is_result_file, read_record, write_record
@@ -45,6 +45,7 @@ __all__ = [
     "select_best",
     "train_runs",
     "unflatten",
+    "unless_given",
     "unregister",
     "validate",
     "write_record",

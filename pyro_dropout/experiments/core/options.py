@@ -12,7 +12,7 @@ import argparse
 import math
 import types
 import typing
-from dataclasses import MISSING, Field, fields
+from dataclasses import MISSING, Field, fields, replace
 from typing import Any, TypeVar
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "from_args",
     "int_list",
     "unflatten",
+    "unless_given",
     "validate",
 ]
 
@@ -107,6 +108,19 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, prefix: str = "", skip
         else:
             parse = _parser_for(cls, f, flag)
             parser.add_argument(flag, dest=dest, type=parse, default=default, help=help_text)
+
+
+def unless_given(settings: T, *changes: dict[str, Any]) -> T:
+    """``settings`` (an options dataclass made by :func:`from_args`) with ``changes`` applied in
+    order, the later winning, to the fields still at their defaults: the flags not given. Keys
+    that are not fields are skipped, so one dict of quick values may serve two classes."""
+    out: Any = settings
+    defaults = {f.name: f.default for f in fields(out) if f.default is not MISSING}
+    defaults.update({f.name: f.default_factory() for f in fields(out) if f.default_factory is not MISSING})
+    given = {k for k, default in defaults.items() if getattr(out, k) != default}
+    for change in changes:
+        out = replace(out, **{k: v for k, v in change.items() if k in defaults and k not in given})
+    return out
 
 
 def from_args(cls: type[T], args: argparse.Namespace, prefix: str = "", **fixed: Any) -> T:

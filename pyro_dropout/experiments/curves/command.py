@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..core import add_flags, from_args, int_list
+from ..core import add_flags, from_args, int_list, unless_given
 from .settings import QUICK, CurveSettings
 
 __all__ = ["add_curves"]
@@ -26,12 +25,7 @@ def _settings(args: argparse.Namespace, *changes: dict[str, Any]) -> CurveSettin
         import torch
 
         torch.set_num_threads(args.threads)
-    settings = from_args(CurveSettings, args)
-    defaults = {f.name: f.default for f in fields(CurveSettings)}
-    given = {k for k in defaults if getattr(settings, k) != defaults[k]}
-    for change in changes:
-        settings = replace(settings, **{k: v for k, v in change.items() if k not in given})
-    return settings
+    return unless_given(from_args(CurveSettings, args), *changes)
 
 
 def _co2(args: argparse.Namespace) -> int:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields, replace
 from pathlib import Path
 
-from ..core import add_flags, from_args
+from ..core import add_flags, from_args, unless_given
 from .settings import QUICK, ForecastSettings
 
 __all__ = ["add_forecast"]
@@ -17,10 +16,7 @@ def _forecast(args: argparse.Namespace) -> int:
 
     settings = from_args(ForecastSettings, args)
     if args.quick:
-        defaults = {f.name: f.default for f in fields(ForecastSettings)}
-        settings = replace(
-            settings, **{k: v for k, v in QUICK.items() if getattr(settings, k) == defaults[k]}
-        )
+        settings = unless_given(settings, QUICK)
     r = run_forecast(settings, Path(args.out), args.data_dir, not args.quiet)
     sc = r["scores"]
     print(f"predictive sd: {r['sd_one_year']:.2f} ppm a year ahead, {r['sd_end']:.2f} ppm at the horizon")

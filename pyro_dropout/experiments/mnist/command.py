@@ -5,11 +5,10 @@ the settings not given."""
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..core import add_flags, from_args, int_list
+from ..core import add_flags, from_args, int_list, unless_given
 from .alpha_settings import ATTACK_QUICK, BBALPHA_QUICK, AlphaSettings, AttackSettings
 from .predictors import METHODS
 from .settings import QUICK, MnistSettings
@@ -20,12 +19,7 @@ __all__ = ["add_mnist"]
 def _settings(args: argparse.Namespace, cls: type = MnistSettings, quick: dict | None = None) -> Any:
     """``cls`` from the flags; with ``--quick``, the quick values of the fields not given."""
     settings: Any = from_args(cls, args)
-    if args.quick:
-        quick = {k: v for k, v in (QUICK if quick is None else quick).items() if hasattr(settings, k)}
-        defaults = {f.name: f.default for f in fields(cls)}
-        given = {k for k in quick if getattr(settings, k) != defaults[k]}
-        settings = replace(settings, **{k: v for k, v in quick.items() if k not in given})
-    return settings
+    return unless_given(settings, QUICK if quick is None else quick) if args.quick else settings
 
 
 def _methods(text: str) -> tuple[str, ...]:

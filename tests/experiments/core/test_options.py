@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from pyro_dropout.experiments.core import add_flags, flatten, from_args, unflatten, validate
+from pyro_dropout.experiments.core import add_flags, flatten, from_args, unflatten, unless_given, validate
 
 
 @dataclass
@@ -71,3 +71,11 @@ def test_stored_keys_round_trip_and_missing_keys_take_the_legacy_value():
     }
     assert unflatten(Options, flat, "my") == Options(scales=(5.0,))
     assert unflatten(Options, {"other": 1}, "my", legacy={"my_kind": "b"}) == Options(kind="b")
+
+
+def test_quick_values_go_to_the_flags_not_given_the_later_change_winning():
+    args = _parser().parse_args(["--my-steps", "7"])
+    given = from_args(Options, args, "my")
+    out = unless_given(given, {"steps": 2, "rate": 0.1, "other": 1}, {"rate": 0.2, "kind": "b"})
+    assert (out.steps, out.rate, out.kind, out.scales) == (7, 0.2, "b", (1.0, 2.0))  # "other": no field
+    assert unless_given(given) == given
