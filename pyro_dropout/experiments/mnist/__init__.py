@@ -3,17 +3,18 @@ BB-α on an MLP and a CNN, and adversarial examples."""
 
 from .adversarial import run_adversarial
 from .alpha_settings import ATTACK_QUICK, BBALPHA_QUICK, AlphaSettings, AttackSettings
-from .alpha_training import alpha_loss, mc_probs, train_with_alpha
+from .alpha_training import alpha_loss, train_with_alpha
 from .attack_scores import targeted_attack, untargeted_attack
 from .bbalpha import run_bbalpha
 from .concrete_rates import run_concrete_rates
 from .data import ImageSplits, load_splits
 from .ood import run_ood
+from .predictors import mc_probs
 from .rotated import rotate, run_rotated
 from .scores import method_scores
 from .settings import QUICK, MnistSettings
 from .table import ood_tables
-from .training import train_classifier, train_lenet
+from .training import train_classifier, train_lenet, train_with_settings
 
 __all__ = [
     "ATTACK_QUICK",
@@ -38,5 +39,6 @@ __all__ = [
     "train_classifier",
     "train_lenet",
     "train_with_alpha",
+    "train_with_settings",
     "untargeted_attack",
 ]

@@ -21,10 +21,11 @@ from ...metrics import accuracy, negative_log_likelihood
 from ...nn import small_mlp
 from .alpha_figures import attack_figure
 from .alpha_settings import AttackSettings
-from .alpha_training import mc_probs, train_with_alpha
+from .alpha_training import train_with_alpha
 from .attack_scores import targeted_attack, untargeted_attack
 from .bbalpha import alpha_key, resumed
 from .data import load_splits
+from .predictors import mc_probs
 from .settings import MnistSettings
 
 __all__ = ["network_names", "run_adversarial"]

@@ -1,5 +1,4 @@
-"""Training a classifier with the dropout ELBO (α = 0) or BB-α, and its MC-dropout class
-probabilities on many images."""
+"""Training a classifier with the dropout ELBO (α = 0) or BB-α."""
 
 from __future__ import annotations
 
@@ -9,18 +8,16 @@ import pyro
 import torch
 
 from ...guides import DropoutGuide
-from ...infer import BBAlpha, DropoutELBO, predict
+from ...infer import BBAlpha, DropoutELBO
 from .settings import MnistSettings
-from .training import train_classifier
+from .training import train_with_settings
 
-__all__ = ["alpha_loss", "mc_probs", "train_with_alpha"]
-
-_BATCH = 1000  # images per prediction pass
+__all__ = ["alpha_loss", "train_with_alpha"]
 
 
 def alpha_loss(alpha: float, particles: int) -> Any:
-    """BB-α with ``particles`` masks per image (Keras-style per-example masks, as paper 003's code
-    draws them); ``alpha=0``: the dropout ELBO, averaged over as many masks."""
+    """BB-α with ``particles`` masks per image (per-example masks, as Keras's dropout layers draw
+    them); ``alpha=0``: the dropout ELBO, averaged over as many masks."""
     if alpha == 0:
         return DropoutELBO(num_particles=particles, per_example_masks=True)
     return BBAlpha(alpha, num_particles=particles, per_example_masks=True)
@@ -45,29 +42,5 @@ def train_with_alpha(
     pyro.set_rng_seed(seed)
     guide = DropoutGuide(model, dropout=0.0 if alpha is None else dropout)
     loss = DropoutELBO() if alpha is None else alpha_loss(alpha, particles)
-    s = settings
-    train_classifier(
-        model,
-        guide,
-        data,
-        epochs=s.epochs,
-        batch_size=s.batch_size,
-        lr=s.lr,
-        loss=loss,
-        seed=seed,
-        progress=progress,
-        desc=desc,
-    )
+    train_with_settings(model, guide, data, settings, loss=loss, seed=seed, progress=progress, desc=desc)
     return guide
-
-
-def mc_probs(model: Any, guide: Any, x: torch.Tensor, num_samples: int) -> torch.Tensor:
-    """``[T, N, C]``: the class probabilities of ``num_samples`` MC-dropout passes, in batches."""
-    with torch.no_grad():
-        parts = [
-            predict(model, guide, x[i : i + _BATCH], num_samples=num_samples, return_sites=["logits"])
-            .samples["logits"]
-            .softmax(-1)
-            for i in range(0, len(x), _BATCH)
-        ]
-    return torch.cat(parts, dim=1)

@@ -10,7 +10,7 @@ import torch
 
 from ...attacks import fgs
 from ...metrics import auroc, mutual_information, predictive_entropy
-from .alpha_training import mc_probs
+from .predictors import mc_probs
 
 __all__ = ["targeted_attack", "untargeted_attack"]
 
@@ -46,6 +46,11 @@ def _image(x: torch.Tensor) -> list:
     return (x.reshape(28, 28) * 255).round().clamp(0, 255).to(torch.uint8).tolist()
 
 
+def _attacked(model: Any, guide: Any, x: torch.Tensor, **step: Any) -> torch.Tensor:
+    """:func:`~pyro_dropout.attacks.fgs` on ``x``, ``_BATCH`` images at a time."""
+    return torch.cat([fgs(model, guide, x[i : i + _BATCH], **step) for i in range(0, len(x), _BATCH)])
+
+
 def untargeted_attack(
     model: Any,
     guide: Any,
@@ -58,16 +63,10 @@ def untargeted_attack(
 ) -> dict[str, Any]:
     """One fast-gradient-sign step of each size in ``etas`` on every image, the gradient taken
     through the mean of ``attack_draws`` (default ``draws``) passes; scored with ``draws`` passes."""
-    per_batch = attack_draws or draws
     clean = _scores(mc_probs(model, guide, x, draws))
     record: dict[str, Any] = {"eta": list(etas), "example": []}
     for eta in etas:
-        attacked = torch.cat(
-            [
-                fgs(model, guide, x[i : i + _BATCH], eta=eta, num_samples=per_batch)
-                for i in range(0, len(x), _BATCH)
-            ]
-        )
+        attacked = _attacked(model, guide, x, eta=eta, num_samples=attack_draws or draws)
         _append(record, _summary(_scores(mc_probs(model, guide, attacked, draws)), clean, y))
         record["example"].append(_image(attacked[0]))
     record["example_at"] = list(etas)
@@ -89,8 +88,7 @@ def targeted_attack(
     keep = y != target
     x, y = x[keep], y[keep]
     clean = _scores(mc_probs(model, guide, x, draws))
-    shown = [s for s in (1, 2, 5, 10, 20, 40, steps) if s <= steps]
-    shown = sorted(set(shown))
+    shown = sorted({s for s in (1, 2, 5, 10, 20, 40, steps) if s <= steps})
     record: dict[str, Any] = {
         "step": list(range(1, steps + 1)),
         "example": [_image(x[0])],
@@ -98,12 +96,7 @@ def targeted_attack(
     }
     current = x
     for step in range(1, steps + 1):
-        current = torch.cat(
-            [
-                fgs(model, guide, current[i : i + _BATCH], eta=eta, target=target, num_samples=draws)
-                for i in range(0, len(current), _BATCH)
-            ]
-        )
+        current = _attacked(model, guide, current, eta=eta, target=target, num_samples=draws)
         scores = _scores(mc_probs(model, guide, current, draws))
         summary = _summary(scores, clean, y)
         summary["target_accuracy"] = float((scores["predicted"] == target).double().mean())

@@ -16,8 +16,9 @@ from ...metrics import accuracy, negative_log_likelihood
 from ...nn import KerasCNN, small_mlp
 from .alpha_figures import bbalpha_figure
 from .alpha_settings import AlphaSettings
-from .alpha_training import mc_probs, train_with_alpha
+from .alpha_training import train_with_alpha
 from .data import load_splits
+from .predictors import mc_probs
 from .settings import MnistSettings
 
 __all__ = ["alpha_key", "resumed", "run_bbalpha"]

@@ -13,7 +13,7 @@ from .data import ImageSplits
 from .settings import MnistSettings
 from .training import train_lenet
 
-__all__ = ["METHODS", "Probs", "run_method"]
+__all__ = ["METHODS", "Probs", "mc_probs", "run_method"]
 
 Probs = dict[str, torch.Tensor]  # per image set ("test", an OOD set): probabilities [T, N, C]
 _BATCH = 2000  # images per prediction pass
@@ -23,17 +23,25 @@ def _sets(splits: ImageSplits) -> dict[str, torch.Tensor]:
     return {"test": splits.test[0], **splits.ood}
 
 
-def _in_batches(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-    return torch.cat([fn(x[i : i + _BATCH]) for i in range(0, len(x), _BATCH)], dim=-2)
+def _in_batches(
+    fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, batch: int = _BATCH
+) -> torch.Tensor:
+    return torch.cat([fn(x[i : i + batch]) for i in range(0, len(x), batch)], dim=-2)
 
 
-def _mc_logits(model: Any, guide: Any, s: MnistSettings) -> Callable[[torch.Tensor], torch.Tensor]:
+def _mc_logits(model: Any, guide: Any, num_samples: int) -> Callable[[torch.Tensor], torch.Tensor]:
     """The logits of T stochastic passes, ``[T, N, C]``; their softmax is the MC-dropout draws."""
 
     def logits(x: torch.Tensor) -> torch.Tensor:
-        return predict(model, guide, x, num_samples=s.num_samples, return_sites=["logits"]).samples["logits"]
+        return predict(model, guide, x, num_samples=num_samples, return_sites=["logits"]).samples["logits"]
 
     return logits
+
+
+def mc_probs(model: Any, guide: Any, x: torch.Tensor, num_samples: int, batch: int = 1000) -> torch.Tensor:
+    """``[T, N, C]``: the class probabilities of ``num_samples`` MC-dropout passes, ``batch``
+    images at a time."""
+    return _in_batches(_mc_logits(model, guide, num_samples), x, batch).softmax(-1)
 
 
 def _standard_logits(model: Any, guide: Any) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -53,7 +61,7 @@ def mc_dropout(splits: ImageSplits, s: MnistSettings, progress: bool) -> tuple[P
     every pass, fitted on the validation images to the NLL of their average), the standard network
     (expected weights) and its temperature-scaled version: four methods, one training."""
     model, guide = train_lenet(splits.train, s, progress=progress, desc="MC dropout")
-    mc, t_mc = _logits_and_temperature(_mc_logits(model, guide, s), splits)
+    mc, t_mc = _logits_and_temperature(_mc_logits(model, guide, s.num_samples), splits)
     logits, temperature = _logits_and_temperature(_standard_logits(model, guide), splits)
     others = {
         "mc-dropout-temperature": {k: (v / t_mc).softmax(-1) for k, v in mc.items()},
@@ -67,7 +75,7 @@ def mc_dropout(splits: ImageSplits, s: MnistSettings, progress: bool) -> tuple[P
 def concrete(splits: ImageSplits, s: MnistSettings, progress: bool) -> tuple[Probs, dict]:
     model, guide = train_lenet(splits.train, s, concrete=True, progress=progress, desc="Concrete dropout")
     rates = {k: float(v) for k, v in guide.dropout_rates().items() if float(v) > 0}
-    probs = {k: _in_batches(_mc_logits(model, guide, s), x).softmax(-1) for k, x in _sets(splits).items()}
+    probs = {k: mc_probs(model, guide, x, s.num_samples, _BATCH) for k, x in _sets(splits).items()}
     return probs, {"learned_p": rates}
 
 

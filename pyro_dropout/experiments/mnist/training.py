@@ -14,7 +14,7 @@ from ...infer import DropoutELBO
 from ...nn import LeNet
 from .settings import MnistSettings
 
-__all__ = ["train_classifier", "train_lenet"]
+__all__ = ["train_classifier", "train_lenet", "train_with_settings"]
 
 
 def train_classifier(
@@ -57,6 +57,34 @@ def train_classifier(
     return losses
 
 
+def train_with_settings(
+    model: Any,
+    guide: Any,
+    data: tuple[torch.Tensor, torch.Tensor],
+    settings: MnistSettings,
+    *,
+    loss: Any = None,
+    seed: int | None = None,
+    progress: bool = True,
+    desc: str = "training",
+) -> list[float]:
+    """:func:`train_classifier` with the settings' epochs, minibatch size and learning rate
+    (``seed``: default the settings')."""
+    s = settings
+    return train_classifier(
+        model,
+        guide,
+        data,
+        epochs=s.epochs,
+        batch_size=s.batch_size,
+        lr=s.lr,
+        loss=loss,
+        seed=s.seed if seed is None else seed,
+        progress=progress,
+        desc=desc,
+    )
+
+
 def train_lenet(
     data: tuple[torch.Tensor, torch.Tensor],
     settings: MnistSettings,
@@ -73,16 +101,5 @@ def train_lenet(
     model = LeNet(dropout=dropout, num_data=len(data[0]))
     # the layers' declared rates; 0 everywhere given as such (the guide would warn of no masks)
     guide = DropoutGuide(model, dropout=None if dropout or concrete else 0.0, concrete=concrete)
-    s = settings
-    train_classifier(
-        model,
-        guide,
-        data,
-        epochs=s.epochs,
-        batch_size=s.batch_size,
-        lr=s.lr,
-        seed=s.seed if seed is None else seed,
-        progress=progress,
-        desc=desc,
-    )
+    train_with_settings(model, guide, data, settings, seed=seed, progress=progress, desc=desc)
     return model, guide
