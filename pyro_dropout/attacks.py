@@ -35,6 +35,7 @@ import torch
 from pyro import poutine
 
 from .infer.collect import DRAWS_PLATE, plate_nesting
+from .infer.inputs import has_non_finite
 
 __all__ = ["fgs", "iterative_fgs", "predictive_log_probs"]
 
@@ -48,7 +49,7 @@ def _check_images(x: object, what: str) -> torch.Tensor:
         )
     if x.dim() < 1 or len(x) == 0:
         raise ValueError(f"{what}: x must hold at least one input along its first dim, got {tuple(x.shape)}")
-    if not bool(torch.isfinite(x).all()):
+    if has_non_finite(x):
         raise ValueError(f"{what}: x holds NaN or infinite values")
     return x
 

@@ -24,6 +24,8 @@ from typing import Any
 import torch
 from pyro import poutine
 
+from .infer.inputs import has_non_finite
+
 __all__ = ["EpsilonGreedy", "ThompsonSampling"]
 
 Values = Callable[[torch.Tensor], torch.Tensor]
@@ -41,7 +43,7 @@ def _values_of(model: Any, values: Values | None, what: str) -> Values:
 def _checked(x: object, what: str) -> torch.Tensor:
     if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() < 2:
         raise ValueError(f"{what}: contexts must be a floating-point tensor [N, ...], got {x!r:.60}")
-    if not bool(torch.isfinite(x).all()):
+    if has_non_finite(x):
         raise ValueError(f"{what}: contexts hold NaN or infinite values")
     return x
 

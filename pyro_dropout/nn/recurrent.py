@@ -74,8 +74,13 @@ class _Cell(PyroModule):
 
 
 class _Recurrent(PyroModule):
-    gates = 4
-    hh_bias = False  # the LSTM's recurrent bias adds to the input's: one is enough
+    """A stack of :class:`_Cell` run over time; a subclass sets ``gates`` per unit, ``hh_bias``
+    (whether the recurrent weight has a bias of its own), ``parts`` (tensors in its state) and
+    ``step``, the update of one time step."""
+
+    gates: int
+    hh_bias: bool
+    parts: int
 
     def __init__(
         self,
@@ -105,12 +110,9 @@ class _Recurrent(PyroModule):
         )
 
     def _start(self, x: torch.Tensor, state: State | None, layer: int) -> State:
-        zeros = x.new_zeros(x.shape[-3], self.hidden_size)
         if state is None:
-            return tuple(zeros for _ in range(self._parts))
+            return (x.new_zeros(x.shape[-3], self.hidden_size),) * self.parts
         return tuple(s[..., layer, :, :] for s in state)
-
-    _parts = 2
 
     def step(self, gates: torch.Tensor, recurrent: torch.Tensor, state: State) -> State:
         raise NotImplementedError
@@ -157,7 +159,8 @@ class LSTM(_Recurrent):
     :param length_scale: the prior length-scale of every weight and bias.
     """
 
-    gates, hh_bias, _parts = 4, False, 2
+    gates, parts = 4, 2
+    hh_bias = False  # the recurrent bias would add to the input's: one is enough
 
     def step(self, gates: torch.Tensor, recurrent: torch.Tensor, state: State) -> State:
         i, f, g, o = (gates + recurrent).chunk(4, dim=-1)
@@ -169,7 +172,7 @@ class GRU(_Recurrent):
     r"""A Bayesian ``nn.GRU`` (gates r, z, n as PyTorch orders them; the recurrent bias of the
     candidate inside the reset gate's product, as PyTorch's); see the module's docs."""
 
-    gates, hh_bias, _parts = 3, True, 1
+    gates, hh_bias, parts = 3, True, 1
 
     def step(self, gates: torch.Tensor, recurrent: torch.Tensor, state: State) -> State:
         r_x, z_x, n_x = gates.chunk(3, dim=-1)
