@@ -37,7 +37,8 @@ def _learner(policy: str, s: BanditSettings) -> tuple[Any, Any, Any]:
 
 
 def play(policy: str, bandit: WheelBandit, s: BanditSettings, seed: int) -> torch.Tensor:
-    """``[rounds]``: the regret of each round of ``policy`` (the first ten pull each action twice)."""
+    """``[rounds]``: the regret of each round of ``policy``. Until the network's first training (and
+    for at least ten rounds, each action twice) the actions take turns."""
     pyro.set_rng_seed(seed)
     n = len(bandit.contexts)
     actions = torch.zeros(n, dtype=torch.long)
@@ -45,10 +46,9 @@ def play(policy: str, bandit: WheelBandit, s: BanditSettings, seed: int) -> torc
         return bandit.regret(torch.randint(5, (n,)))
     model, guide, chooser = _learner(policy, s)
     svi = SVI(model, guide, cast(Any, pyro.optim).Adam({"lr": s.lr}), DropoutELBO())
-    trained = False
+    turns = max(10, s.train_every)  # the first training comes after round train_every
     for t in range(n):
-        x = bandit.contexts[t : t + 1]
-        actions[t] = t % 5 if t < 10 or not trained else int(chooser.act(x)[0])
+        actions[t] = t % 5 if t < turns else int(chooser.act(bandit.contexts[t : t + 1])[0])
         if (t + 1) % s.train_every == 0:
             seen = t + 1
             for _ in range(s.train_steps):
@@ -56,7 +56,6 @@ def play(policy: str, bandit: WheelBandit, s: BanditSettings, seed: int) -> torc
                 chosen = actions[rows]
                 rewards = bandit.rewards[rows].gather(-1, chosen.unsqueeze(-1)).squeeze(-1)
                 svi.step(bandit.contexts[rows], chosen, rewards, num_data=seen)
-            trained = True
     return bandit.regret(actions)
 
 
