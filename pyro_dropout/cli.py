@@ -188,6 +188,7 @@ _EXAMPLES = """examples:
   pyro-dropout co2 --quick                                   paper 000 Figs. 2-3: extrapolating CO2
   pyro-dropout forecast --quick                              an LSTM with variational dropout on CO2
   pyro-dropout bandit --quick                                Thompson sampling with MC dropout
+  pyro-dropout rl --quick                                    a DQN with dropout on CartPole (gymnasium)
   pyro-dropout COMMAND --help                                the flags of one command"""
 
 
@@ -197,8 +198,9 @@ def _add_experiments(sub: argparse._SubParsersAction) -> None:
     from .experiments.curves.command import add_curves
     from .experiments.forecast.command import add_forecast
     from .experiments.mnist.command import add_mnist
+    from .experiments.rl.command import add_rl
 
-    for add in (add_mnist, add_curves, add_forecast, add_bandit):
+    for add in (add_mnist, add_curves, add_forecast, add_bandit, add_rl):
         add(sub)
 
 

@@ -19,16 +19,17 @@ __all__ = ["RewardModel"]
 class RewardModel(PyroModule):
     """``action_values(x)`` ``[..., N, actions]``; ``forward(x, action, reward=None, num_data=None)``.
 
-    :param dropout: the drop probability of every hidden layer's inputs (the contexts: none).
+    :param dropout: the drop probability of every hidden layer's inputs.
+    :param input_dropout: the drop probability of the contexts (default none).
     """
 
     def __init__(
         self, contexts: int, actions: int, hidden: Sequence[int] = (50, 50), dropout: float = 0.2,
-        length_scale: float = 1e-2,
+        length_scale: float = 1e-2, input_dropout: float = 0.0,
     ) -> None:  # fmt: skip
         super().__init__()
         sizes = [contexts, *hidden, actions]
-        rates = [0.0] + [dropout] * len(hidden)
+        rates = [input_dropout] + [dropout] * len(hidden)
         self.layers = PyroModuleList(
             [
                 Linear(a, b, length_scale=length_scale, dropout=p)

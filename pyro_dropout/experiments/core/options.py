@@ -1,7 +1,7 @@
 r"""Options dataclasses are the one source of every setting's default, help and check.
 
 A field's ``metadata`` may hold ``help`` (the command line's text), ``choices``, ``positive``
-(a number that must be > 0) and ``minimum``. :func:`add_flags` turns the fields into
+(a number that must be > 0), ``minimum`` and ``maximum``. :func:`add_flags` turns the fields into
 ``--prefix-field-name`` flags (values checked when parsed), :func:`from_args` reads them back,
 and :func:`flatten` / :func:`unflatten` give the flat ``prefix_field`` keys a result file stores.
 """
@@ -59,6 +59,8 @@ def check_field(f: Field, value: Any, where: str) -> None:
             raise ValueError(f"{where} must be positive, got {v!r}")
         if "minimum" in meta and v < meta["minimum"]:
             raise ValueError(f"{where} must be at least {meta['minimum']}, got {v!r}")
+        if "maximum" in meta and v > meta["maximum"]:
+            raise ValueError(f"{where} must be at most {meta['maximum']}, got {v!r}")
 
 
 def _parser_for(cls: type, f: Field, flag: str) -> Any:

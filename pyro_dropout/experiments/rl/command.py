@@ -1,0 +1,37 @@
+"""``pyro-dropout rl``: its flags, from :class:`RLSettings`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..core import add_flags, from_args, unless_given
+from .settings import QUICK, RLSettings
+
+__all__ = ["add_rl"]
+
+
+def _rl(args: argparse.Namespace) -> int:
+    from .run import run_rl
+
+    s = from_args(RLSettings, args)
+    if args.quick:
+        s = unless_given(s, QUICK)
+    results = run_rl(s, Path(args.out), not args.quiet)
+    for policy, runs in results["runs"].items():
+        late = [r["late_return"] for r in runs.values() if r["late_return"] is not None]
+        reached = [r["batches_to_threshold"] for r in runs.values()]
+        mean = f"{sum(late) / len(late):.0f}" if late else "-"
+        print(f"{policy}: mean return over the last fifth {mean}; batches to a mean of 195: {reached}")
+    return 0
+
+
+def add_rl(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "rl", help="paper 000 §5.4: a Q-network with dropout, Thompson sampling against ε-greedy"
+    )
+    parser.add_argument("--out", default="results/rl", help="results.json and rl.png go here")
+    parser.add_argument("--quick", action="store_true", help=f"a first try: {QUICK} unless given")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_flags(parser, RLSettings)
+    parser.set_defaults(func=_rl)
