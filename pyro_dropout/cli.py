@@ -189,6 +189,7 @@ _EXAMPLES = """examples:
   pyro-dropout forecast --quick                              an LSTM with variational dropout on CO2
   pyro-dropout bandit --quick                                Thompson sampling with MC dropout
   pyro-dropout rl --quick                                    a DQN with dropout on CartPole (gymnasium)
+  pyro-dropout dynamics --quick                              Concrete dropout in a cart-pole dynamics model
   pyro-dropout COMMAND --help                                the flags of one command"""
 
 
@@ -196,11 +197,12 @@ def _add_experiments(sub: argparse._SubParsersAction) -> None:
     """The paper experiments' commands, each from its package."""
     from .experiments.bandit.command import add_bandit
     from .experiments.curves.command import add_curves
+    from .experiments.dynamics.command import add_dynamics
     from .experiments.forecast.command import add_forecast
     from .experiments.mnist.command import add_mnist
     from .experiments.rl.command import add_rl
 
-    for add in (add_mnist, add_curves, add_forecast, add_bandit, add_rl):
+    for add in (add_mnist, add_curves, add_forecast, add_bandit, add_rl, add_dynamics):
         add(sub)
 
 

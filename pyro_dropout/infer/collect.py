@@ -49,6 +49,13 @@ def tidy(value: torch.Tensor, site: Site, event_dim: int, nesting: int, draws: i
     value = value.expand((draws, *value.shape[1:]))
     enclosing = {f.dim for f in site["cond_indep_stack"] if f.vectorized and f.name != DRAWS_PLATE}
     keep = [0] + [1 + i for i in range(nesting) if (i - nesting) in enclosing]
+    stray = [i - nesting for i in range(nesting) if 1 + i not in keep and value.shape[1 + i] > 1]
+    if stray:
+        raise ValueError(
+            f"at site '{site['name']}', the value has batch shape {tuple(value.shape[1:batch_dims])} "
+            f"(event_dim {event_dim}) with dims {stray} in no plate: put the site inside the plate "
+            "of those dims, or count them in its event_dim"
+        )
     batch = [value.shape[i] for i in keep]
     return value.reshape(batch + list(value.shape[batch_dims:]))
 

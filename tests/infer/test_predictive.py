@@ -1,11 +1,13 @@
 import pyro
+import pyro.distributions as dist
 import pytest
 import torch
 from pyro.infer import SVI
+from pyro.nn import PyroModule
 
 from pyro_dropout import DropoutELBO, DropoutGuide, predict, predict_standard
 from pyro_dropout.infer import predict_from_samples
-from pyro_dropout.nn import MLP
+from pyro_dropout.nn import MLP, Linear
 
 
 def _trained(likelihood="normal", steps=200, **kwargs):
@@ -107,3 +109,22 @@ def test_bad_arguments():
     bad[0, 0] = float("inf")
     with pytest.raises(ValueError, match="model argument 0"):
         predict(model, guide, bad)
+
+
+def test_a_site_with_rows_outside_every_plate_is_named():
+    class RowsOutside(PyroModule):
+        def __init__(self):
+            super().__init__()
+            self.fc = Linear(3, 2)
+
+        def forward(self, x, y=None):
+            mean = pyro.deterministic("mean", self.fc(x), event_dim=1)  # [N, 2]: N in no plate
+            with pyro.plate("data", x.shape[0]):
+                return pyro.sample("obs", dist.Normal(mean, 1.0).to_event(1), obs=y)
+
+    model = RowsOutside()
+    guide = DropoutGuide(model)
+    x = torch.randn(5, 3)
+    guide(x)
+    with pytest.raises(ValueError, match=r"at site 'mean'.*batch shape \(5,\).*dims \[-1\] in no plate"):
+        predict(model, guide, x, num_samples=4, return_sites=["mean"])

@@ -16,7 +16,7 @@ from .method import (
 from .options import add_flags, flatten, from_args, int_list, unflatten, unless_given, validate
 from .protocol import Protocol, select_best
 from .splits import parse_splits
-from .store import ResultStore, is_result_file, read_record, write_record
+from .store import ResultStore, is_result_file, read_record, resume_runs, write_record
 from .training import Standardiser, train_runs
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "read_checkpoint",
     "read_record",
     "register",
+    "resume_runs",
     "select_best",
     "train_runs",
     "unflatten",

@@ -24,6 +24,7 @@ __all__ = [
     "ResultStore",
     "is_result_file",
     "read_record",
+    "resume_runs",
     "write_record",
 ]
 
@@ -81,6 +82,20 @@ def write_record(path: Path, record: dict[str, Any]) -> None:
     partial = path.with_name(path.name + ".partial")
     partial.write_text(json.dumps({"schema_version": SCHEMA_VERSION, **record}, indent=1))
     os.replace(partial, path)
+
+
+def resume_runs(path: Path, settings: dict[str, Any], which: tuple[str, ...]) -> dict[str, Any]:
+    """``{"settings", "runs"}`` from ``path`` if its runs were made with ``settings`` apart from
+    ``which`` (the settings naming which runs to make, which a rerun may change), else a fresh
+    record. It carries the new settings."""
+    plain = json.loads(json.dumps(settings))  # tuples as the file holds them: lists
+    if path.exists():
+        old = read_record(path, {"settings": (dict,), "runs": (dict,)})
+        if {k: v for k, v in old["settings"].items() if k not in which} == {
+            k: v for k, v in plain.items() if k not in which
+        }:
+            return {**old, "settings": plain}
+    return {"settings": plain, "runs": {}}
 
 
 @dataclass

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -14,6 +13,7 @@ import pyro
 import torch
 from tqdm.auto import tqdm
 
+from ..core import resume_runs, write_record
 from .agent import QAgent, Replay
 from .figure import rl_figure
 from .settings import RLSettings
@@ -24,14 +24,15 @@ __all__ = ["make_env", "play", "run_rl", "summary"]
 _WHICH = ("policies", "repeats")
 
 
-def make_env(name: str) -> Any:
-    """A gymnasium environment, with a clear error where gymnasium or the task is missing."""
+def make_env(name: str, **kwargs: Any) -> Any:
+    """A gymnasium environment (``kwargs`` go to ``gymnasium.make``), with a clear error where
+    gymnasium or the task is missing."""
     try:
         import gymnasium
     except ImportError:
-        raise ImportError("pyro-dropout rl needs gymnasium: pip install 'pyro-dropout[rl]'") from None
+        raise ImportError("this command needs gymnasium: pip install 'pyro-dropout[rl]'") from None
     try:
-        env = gymnasium.make(name)
+        env = gymnasium.make(name, **kwargs)
     except gymnasium.error.Error as e:
         raise ValueError(f"--env: gymnasium has no task {name!r} ({e})") from None
     if not hasattr(env.action_space, "n") or len(env.observation_space.shape or ()) != 1:
@@ -76,25 +77,12 @@ def summary(episodes: list[list[float]], batches: int, threshold: float = 195.0)
     return {"late_return": sum(late) / len(late) if late else None, "batches_to_threshold": reached}
 
 
-def _resumed(path: Path, s: RLSettings) -> dict[str, Any]:
-    mine = {k: v for k, v in asdict(s).items() if k not in _WHICH}
-    fresh = {"settings": asdict(s), "runs": {}}
-    if not path.exists():
-        return fresh
-    old = json.loads(path.read_text())
-    theirs = {k: v for k, v in old.get("settings", {}).items() if k not in _WHICH}
-    if theirs != json.loads(json.dumps(mine)):
-        return fresh  # other settings: start over
-    old["settings"] = asdict(s)
-    return old
-
-
 def run_rl(s: RLSettings, out: str | Path, progress: bool = True) -> dict[str, Any]:
     """Every (policy, repeat), resumed run by run from ``out/results.json``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "results.json"
-    results = _resumed(path, s)
+    results = resume_runs(path, asdict(s), _WHICH)
     todo = [
         (p, r)
         for p in s.policies
@@ -108,7 +96,7 @@ def run_rl(s: RLSettings, out: str | Path, progress: bool = True) -> dict[str, A
         record = {"episodes": episodes, "seconds": round(time.perf_counter() - start, 1)}
         record |= summary(episodes, s.batches)
         results["runs"].setdefault(policy, {})[str(s.seed + r)] = record
-        path.write_text(json.dumps(results))
+        write_record(path, results)
     bar.close()
     rl_figure(results, out / "rl.png")
     return results

@@ -1,0 +1,41 @@
+"""``pyro-dropout dynamics``: its flags, from :class:`DynamicsSettings`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..core import add_flags, from_args, unless_given
+from .settings import QUICK, DynamicsSettings
+
+__all__ = ["add_dynamics"]
+
+
+def _dynamics(args: argparse.Namespace) -> int:
+    from .run import run_dynamics
+
+    s = from_args(DynamicsSettings, args)
+    if args.quick:
+        s = unless_given(s, QUICK)
+    results = run_dynamics(s, Path(args.out), not args.quiet)
+    for agent, runs in results["runs"].items():
+        for seed, run in runs.items():
+            first, last = run["episodes"][0], run["episodes"][-1]
+            rates = ", ".join(f"{p:.3f}" for p in last["rates"])
+            pairs = zip(first["epistemic_sd"], last["epistemic_sd"], strict=True)
+            sd = ", ".join(f"{a:.2g}→{b:.2g}" for a, b in pairs)
+            late = [r["return"] for r in run["episodes"]][-5:]
+            print(f"{agent} (seed {seed}): p per layer {rates}; epistemic sd of the changes {sd}; "
+                  f"mean return of the last five episodes {sum(late) / len(late):.0f}")  # fmt: skip
+    return 0
+
+
+def add_dynamics(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "dynamics", help="paper 001 §4.5: Concrete dropout in a cart-pole dynamics model (gymnasium)"
+    )
+    parser.add_argument("--out", default="results/dynamics", help="results.json and dynamics.png go here")
+    parser.add_argument("--quick", action="store_true", help=f"a first try: {QUICK} unless given")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_flags(parser, DynamicsSettings)
+    parser.set_defaults(func=_dynamics)
