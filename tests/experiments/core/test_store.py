@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from pyro_dropout.experiments.core import ResultStore, read_record
+from pyro_dropout.experiments.core import ResultStore, read_record, resume_runs, write_record
 from pyro_dropout.experiments.core.store import RESULT_FIELDS, SCHEMA_VERSION
 from pyro_dropout.experiments.uci import collect
 
@@ -49,3 +49,18 @@ def test_a_file_that_is_not_text_is_named(tmp_path):
     path.write_bytes(b"\xff\xfe\x00binary")
     with pytest.raises(ValueError, match=r"x\.json: not"):
         read_record(path, RESULT_FIELDS)
+
+
+def test_runs_resume_when_only_the_settings_naming_which_runs_differ(tmp_path):
+    path = tmp_path / "results.json"
+    assert resume_runs(path, {"lr": 0.1, "repeats": 1}, ("repeats",)) == {
+        "settings": {"lr": 0.1, "repeats": 1},
+        "runs": {},
+    }
+    write_record(path, {"settings": {"lr": 0.1, "repeats": 1, "sizes": (1, 2)}, "runs": {"a": {"0": 5}}})
+    more = resume_runs(path, {"lr": 0.1, "repeats": 3, "sizes": (1, 2)}, ("repeats",))
+    assert more["runs"] == {"a": {"0": 5}} and more["settings"]["repeats"] == 3
+    assert resume_runs(path, {"lr": 0.2, "repeats": 1, "sizes": (1, 2)}, ("repeats",))["runs"] == {}
+    path.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="results.json: expected a JSON object"):
+        resume_runs(path, {"lr": 0.1}, ())
