@@ -56,9 +56,9 @@ class DynamicsSettings:
         default=100, metadata={"help": "action sequences the planner tries", "positive": True}
     )
     horizon: int = field(default=15, metadata={"help": "steps the planner looks ahead", "positive": True})
-    repeats: int = field(default=1, metadata={"help": "runs per agent (seeds)", "positive": True})
+    repeats: int = field(default=3, metadata={"help": "runs per agent (seeds)", "positive": True})
     seed: int = field(default=0, metadata={"help": "seed of the first run", "minimum": 0})
 
 
 # what --quick changes: fewer episodes and a shorter refit (minutes on 2 CPU cores)
-QUICK: dict[str, Any] = {"episodes": 15, "train_steps": 300}
+QUICK: dict[str, Any] = {"episodes": 15, "train_steps": 300, "repeats": 1}
