@@ -62,5 +62,5 @@ def test_runs_resume_when_only_the_settings_naming_which_runs_differ(tmp_path):
     assert more["runs"] == {"a": {"0": 5}} and more["settings"]["repeats"] == 3
     assert resume_runs(path, {"lr": 0.2, "repeats": 1, "sizes": (1, 2)}, ("repeats",))["runs"] == {}
     path.write_text("[1, 2]")
-    with pytest.raises(ValueError, match="results.json: expected a JSON object"):
+    with pytest.raises(ValueError, match=r"results\.json: expected a JSON object"):
         resume_runs(path, {"lr": 0.1}, ())
