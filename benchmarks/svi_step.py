@@ -4,17 +4,20 @@ Run: python benchmarks/svi_step.py [--device auto|cpu|cuda] [--quick]
 
 Networks: the UCI net (13-50-1, Gaussian likelihood, batch 32 and 128) and a wide net
 (784-1024-1024-10, categorical likelihood, batch 128). Losses: DropoutELBO with one
-particle, and BBAlpha(0.5) with K = 10 particles. For each, three timings:
+particle, and BBAlpha(0.5) with K = 10 particles. For each, four timings:
 
-* ``svi``: ``pyro.infer.SVI`` with ``DropoutGuide`` and the loss (eager Pyro);
+* ``svi``: ``pyro.infer.SVI`` with ``DropoutGuide`` and the loss (eager Pyro, the default);
+* ``svi_jit``: ``pyro.infer.SVI`` with the loss's fast path (``DropoutELBO(jit=True)``,
+  ``BBAlpha(..., jit=True)``);
 * ``compiled``: ``pyro_dropout.infer.CompiledSVI`` (the same model, guide and loss);
 * ``raw``: a hand-written PyTorch step with the same network, masks (one per input unit
   and particle, shared by the minibatch, inverted scaling), loss (likelihood scaled by
   N/B plus the KL's weight terms) and optimizer (Adam, foreach), masking the layer inputs,
   the cheapest form of the same computation.
 
-Printed ratios are ``compiled / raw`` and ``svi / raw``. The benchmark also checks its
-result: with the same seed the compiled loss equals the eager loss.
+Printed ratios are each against ``raw``. The benchmark also checks its result: with the same
+seed the traced loss (``JitLoss``, which ``CompiledSVI`` and ``jit=True`` share) equals the
+eager loss.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import best_time, machine, pick_device, write
 
 from pyro_dropout import BBAlpha, DropoutELBO, DropoutGuide
-from pyro_dropout.infer import CompiledSVI
+from pyro_dropout.infer import CompiledSVI, JitLoss
 from pyro_dropout.nn import MLP
 
 P, TAU, N_DATA, LR = 0.05, 1.0, 10_000, 1e-3
@@ -100,25 +103,41 @@ def library(kind: str, sizes: list[int], classes: bool, loss, device: torch.devi
         tau=TAU,
     ).to(device)
     guide = DropoutGuide(model, dropout=P)
-    cls = CompiledSVI if kind == "compiled" else SVI
+    cls = CompiledSVI if kind == "compiled" else SVI  # svi and svi_jit differ in the loss
     svi = cls(model, guide, pyro.optim.Adam({"lr": LR}), loss)
     return svi, model, guide
 
 
 def check_compiled_matches_eager(sizes, classes, make_loss, device, x, y) -> float:
-    """Same seed, same masks: the compiled loss equals the eager loss."""
-    svi, model, guide = library("compiled", sizes, classes, make_loss(), device, x, y)
-    svi.step(x, y, num_data=N_DATA)  # builds the trace
+    """Same seed, same masks: the traced loss equals the eager loss."""
+    _, model, guide = library("svi", sizes, classes, make_loss(), device, x, y)
+    traced = JitLoss(make_loss(), model, guide)
+    traced((x, y), {"num_data": N_DATA})  # eager: creates the parameters, learns their names
     eager_loss = make_loss()
     eager_loss.differentiable_loss(
         model, guide, x, y, num_data=N_DATA
     )  # first call guesses the plate nesting
     pyro.set_rng_seed(123)
-    compiled = svi._compiled_loss((x, y), {"num_data": N_DATA})(x, y, num_data=N_DATA).item()
+    compiled = traced((x, y), {"num_data": N_DATA}).item()
     pyro.set_rng_seed(123)
     eager = eager_loss.differentiable_loss(model, guide, x, y, num_data=N_DATA).item()
     assert math.isclose(compiled, eager, rel_tol=1e-4), (compiled, eager)
     return abs(compiled - eager) / abs(eager)
+
+
+def timed(runners: dict, steps: int, device: torch.device) -> dict:
+    """The best time of ``steps`` calls of each runner, in interleaved blocks (so that drift of
+    the machine hits all alike), after a warm-up (tracing, allocator)."""
+    best = dict.fromkeys(runners, float("inf"))
+    for _ in range(2):
+        for run in runners.values():
+            run()
+    for _ in range(5):
+        for kind, run in runners.items():
+            best[kind] = min(
+                best[kind], best_time(lambda run=run: [run() for _ in range(steps)], device, 1, 0)
+            )
+    return best
 
 
 def case(name, sizes, classes, batch, loss_name, device, steps) -> dict:
@@ -129,33 +148,28 @@ def case(name, sizes, classes, batch, loss_name, device, steps) -> dict:
     ).to(device)
     k, alpha = (1, None) if loss_name == "elbo" else (10, 0.5)
 
-    def make_loss():
-        return DropoutELBO() if alpha is None else BBAlpha(alpha, num_particles=k)
+    def make_loss(jit=False):
+        return DropoutELBO(jit=jit) if alpha is None else BBAlpha(alpha, num_particles=k, jit=jit)
 
     row = {"case": name, "batch": batch, "loss": loss_name, "particles": k}
     raw = RawStep(sizes, classes, k, alpha, device)
-    runners = {"raw": lambda: raw.step(x, y)}
-    for kind in ("compiled", "svi"):
-        svi, _, _ = library(kind, sizes, classes, make_loss(), device, x, y)
-        runners[kind] = lambda svi=svi: svi.step(x, y, num_data=N_DATA)
-    best = dict.fromkeys(runners, float("inf"))
-    for _ in range(2):  # warm up (tracing, allocator)
-        for run in runners.values():
-            run()
-    for _ in range(5):  # interleaved blocks, so that drift of the machine hits all three alike
-        for kind, run in runners.items():
-            best[kind] = min(
-                best[kind], best_time(lambda run=run: [run() for _ in range(steps)], device, 1, 0)
-            )
-    for kind, seconds in best.items():
-        row[f"{kind}_ms"] = 1e3 * seconds / steps
+    # two groups, each interleaved with raw: eager SVI and jit=True SVI keep their parameters in
+    # the global param store under the same names, so they must not be set up side by side
+    for kinds in (("compiled", "svi"), ("svi_jit",)):
+        runners = {"raw": lambda: raw.step(x, y)}
+        for kind in kinds:
+            svi, _, _ = library(kind, sizes, classes, make_loss(jit=kind == "svi_jit"), device, x, y)
+            runners[kind] = lambda svi=svi: svi.step(x, y, num_data=N_DATA)
+        for kind, seconds in timed(runners, steps, device).items():
+            row[f"{kind}_ms"] = min(row.get(f"{kind}_ms", math.inf), 1e3 * seconds / steps)
     row["compiled_vs_raw"] = row["compiled_ms"] / row["raw_ms"]
     row["svi_vs_raw"] = row["svi_ms"] / row["raw_ms"]
+    row["svi_jit_vs_raw"] = row["svi_jit_ms"] / row["raw_ms"]
     row["check_rel_error"] = check_compiled_matches_eager(sizes, classes, make_loss, device, x, y)
     print(
         f"  {name:>5s} batch {batch:4d} {loss_name:>7s}: raw {row['raw_ms']:7.3f} ms  compiled "
         f"{row['compiled_ms']:7.3f} ms ({row['compiled_vs_raw']:.2f}x)  SVI {row['svi_ms']:7.3f} ms "
-        f"({row['svi_vs_raw']:.2f}x)"
+        f"({row['svi_vs_raw']:.2f}x)  SVI jit=True {row['svi_jit_ms']:7.3f} ms ({row['svi_jit_vs_raw']:.2f}x)"
     )
     return row
 

@@ -5,6 +5,7 @@ from .compiled_svi import CompiledSVI
 from .divergence import DivergenceError
 from .elbo import DropoutELBO, log_likelihood_sum
 from .inputs import check_finite_inputs
+from .jit_loss import JitLoss
 from .predictions import Predictions
 from .predictive import predict, predict_chunks, predict_from_samples, predict_standard
 from .traces import importance_trace, latent_penalty
@@ -14,6 +15,7 @@ __all__ = [
     "CompiledSVI",
     "DivergenceError",
     "DropoutELBO",
+    "JitLoss",
     "Predictions",
     "check_finite_inputs",
     "importance_trace",

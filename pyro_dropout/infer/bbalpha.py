@@ -81,6 +81,8 @@ class BBAlpha(DropoutTraceMixin, ELBO):
     :param per_example_masks: draw the ``K`` masks of each data point independently of
         the other points' (each per-point term still averages ``K`` draws), instead of
         ``K`` masks shared by the minibatch (:mod:`pyro_dropout.nn.masking`).
+    :param jit: trace the loss once per input shape after an eager first step, as
+        ``DropoutELBO(jit=True)`` does.
 
     References
 
@@ -96,6 +98,7 @@ class BBAlpha(DropoutTraceMixin, ELBO):
         max_plate_nesting: float = float("inf"),
         check_finite: bool = True,
         per_example_masks: bool = False,
+        jit: bool = False,
         **kwargs: Any,
     ) -> None:
         if isinstance(alpha, bool) or not (
@@ -113,6 +116,7 @@ class BBAlpha(DropoutTraceMixin, ELBO):
         self.alpha = float(alpha)
         self.check_finite = check_finite
         self.per_example_masks = bool(per_example_masks)
+        self.jit = bool(jit)
 
     def _particle_terms(self, model: Callable, guide: Callable, args: tuple, kwargs: dict) -> tuple:
         """The mean KL over particles and the per-factor log-likelihoods ``[K, ...]``."""

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import copy
 import inspect
-import warnings
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from typing import Any, cast
 
 import pyro
@@ -14,67 +13,12 @@ from pyro import poutine
 from pyro.infer import SVI
 from pyro.infer.util import is_validation_enabled
 from pyro.optim import PyroOptim
-from pyro.util import get_rng_state, set_rng_state
 
 from .divergence import check_gradients, check_loss
 from .inputs import check_finite_inputs, check_not_empty
+from .tracing import TracedLoss, rng_state, set_rng_state_on
 
 __all__ = ["CompiledSVI"]
-
-
-def _forked_rng(device: torch.device) -> Any:
-    """Random draws inside leave PyTorch's random state as it was (on ``device`` too)."""
-    return torch.random.fork_rng(devices=[device] if device.type == "cuda" else [])
-
-
-def _rng_state(device: torch.device) -> dict[str, Any]:
-    state = get_rng_state()
-    if device.type == "cuda":
-        state["cuda"] = torch.cuda.get_rng_state(device)
-    return state
-
-
-def _set_rng_state(state: dict[str, Any], device: torch.device) -> None:
-    set_rng_state(state)
-    if device.type == "cuda" and "cuda" in state:
-        torch.cuda.set_rng_state(state["cuda"], device)
-
-
-def _static_key(value: Any) -> Hashable:
-    if isinstance(value, torch.Tensor):
-        return ("tensor", tuple(value.shape), value.dtype, value.device)
-    try:
-        hash(value)
-        return value
-    except TypeError:
-        return ("id", id(value))
-
-
-def _trace(fn: Callable[..., torch.Tensor], inputs: tuple) -> Callable[..., torch.Tensor]:
-    """:func:`torch.jit.trace` of ``fn``, into a compilation unit freed with the result.
-
-    ``torch.jit.trace`` keeps every traced function in TorchScript's global compilation
-    unit for the life of the process (about 14 MB for a small network's loss, measured
-    with ``benchmarks/trace_memory.py``), so a process that fits many models grows without
-    bound. The trace is made the same way, as the method of a module of its own; where
-    this PyTorch lacks that internal route, the public function is used.
-    """
-    internals: Any = torch._C  # TorchScript's internals carry no type hints for these
-    unit = internals.CompilationUnit()
-    try:
-        module = internals.ScriptModule("__torch__.pyro_dropout.CompiledLoss", unit, True)
-        module._create_method_from_trace(
-            "forward", fn, inputs, lambda var: "", False, False, [], store_inputs=False
-        )
-    except (AttributeError, TypeError):
-        return torch.jit.trace(fn, inputs, check_trace=False)
-    method = module.forward
-
-    def run(*tensors: torch.Tensor) -> torch.Tensor:
-        return method(*tensors)
-
-    run.keep = (unit, module)  # type: ignore[attr-defined]  # the method lives in them
-    return run
 
 
 class CompiledSVI(SVI):
@@ -134,7 +78,7 @@ class CompiledSVI(SVI):
         self._names: list[str] = []
         self._params: list[torch.Tensor] | None = None
         self._optimizer: torch.optim.Optimizer | None = None
-        self._compiled: dict[Hashable, Callable] = {}
+        self._traced = TracedLoss(self._loss)
         self._pending: dict[str, Any] | None = None  # a state to load once the parameters exist
         self.steps = 0  # steps taken by this object (the step number in a divergence error)
 
@@ -162,43 +106,9 @@ class CompiledSVI(SVI):
         extra = {"foreach": large} if "foreach" in accepts and all("foreach" not in g for g in groups) else {}
         self._optimizer = constructor(groups, **extra)
 
-    def _compiled_loss(self, args: tuple, kwargs: dict) -> Callable[..., torch.Tensor]:
-        key = (
-            tuple(_static_key(a) for a in args),
-            tuple(sorted((k, _static_key(v)) for k, v in kwargs.items())),
-        )
-        fn = self._compiled.get(key)
-        if fn is not None:
-            return fn
-        assert self._params is not None
-        n_params = len(self._params)
-        tensor_pos = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
-        tensor_keys = [k for k, v in kwargs.items() if isinstance(v, torch.Tensor)]
-
-        def loss_of(*inputs: torch.Tensor) -> torch.Tensor:
-            call_args, call_kwargs = list(args), dict(kwargs)
-            tensors = inputs[n_params:]
-            for i, t in zip(tensor_pos, tensors, strict=False):
-                call_args[i] = t
-            for k, t in zip(tensor_keys, tensors[len(tensor_pos) :], strict=True):
-                call_kwargs[k] = t
-            with pyro.validation_enabled(False):
-                return self.objective.differentiable_loss(self.model, self.guide, *call_args, **call_kwargs)
-
-        inputs = (*self._params, *(args[i] for i in tensor_pos), *(kwargs[k] for k in tensor_keys))
-        # tracing runs the loss once: on a forked random state, so that the draws of training do
-        # not depend on when a trace is made (e.g. after resuming from a state_dict)
-        with warnings.catch_warnings(), _forked_rng(self._params[0].device):
-            warnings.simplefilter("ignore")  # tracer warnings about Python values frozen into the graph
-            traced = _trace(loss_of, inputs)
-
-        def run(*a: Any, **k: Any) -> torch.Tensor:
-            assert self._params is not None
-            tensors = [a[i] for i in tensor_pos] + [k[name] for name in tensor_keys]
-            return traced(*self._params, *tensors)
-
-        self._compiled[key] = run
-        return run
+    def _loss(self, *args: Any, **kwargs: Any) -> torch.Tensor:
+        with pyro.validation_enabled(False):
+            return self.objective.differentiable_loss(self.model, self.guide, *args, **kwargs)
 
     def setup(self, *args: Any, **kwargs: Any) -> None:
         """Create the parameters and the optimizer, as the first :meth:`step` does, without a
@@ -219,7 +129,7 @@ class CompiledSVI(SVI):
         if getattr(self.objective, "check_finite", True):
             check_finite_inputs(args, kwargs)
         if self.jit_compile:
-            loss = self._compiled_loss(args, kwargs)(*args, **kwargs)
+            loss = self._traced(cast(list, self._params), args, kwargs)
         else:
             loss = self.objective.differentiable_loss(self.model, self.guide, *args, **kwargs)
         value = float(loss.detach())
@@ -250,7 +160,7 @@ class CompiledSVI(SVI):
         return {
             "params": {n: p.detach().clone() for n, p in zip(self._names, self._params, strict=True)},
             "optimizer": copy.deepcopy(self._optimizer.state_dict()),
-            "rng": _rng_state(self._params[0].device),
+            "rng": rng_state(self._params[0].device),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -283,7 +193,7 @@ class CompiledSVI(SVI):
                     )
                 param.copy_(value)
         self._optimizer.load_state_dict(state["optimizer"])
-        _set_rng_state(state["rng"], self._params[0].device)
+        set_rng_state_on(state["rng"], self._params[0].device)
 
     @property
     def optimizer(self) -> torch.optim.Optimizer | None:

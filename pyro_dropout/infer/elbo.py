@@ -44,9 +44,15 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
     (e.g. a noise precision) contribute their negative log prior (MAP). Inputs and
     observations holding NaN or inf are rejected (``check_finite=False`` skips that).
 
+    ``jit=True`` traces the loss once per input shape after an eager first step, so that plain
+    ``SVI`` skips Pyro's per-site Python machinery (:class:`~pyro_dropout.infer.JitLoss`): the
+    model and guide must have a static structure, as for any traced code, and keep their
+    parameters in Pyro's param store (the default).
+
     Usage::
 
         svi = SVI(model, DropoutGuide(model), pyro.optim.Adam({"lr": 1e-2}), DropoutELBO())
+        svi = SVI(model, guide, pyro.optim.Adam({"lr": 1e-2}), DropoutELBO(jit=True))  # faster
 
     References
 
@@ -61,6 +67,7 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
         max_plate_nesting: float = float("inf"),
         check_finite: bool = True,
         per_example_masks: bool = False,
+        jit: bool = False,
         **kwargs: Any,
     ) -> None:
         if isinstance(num_particles, bool) or not (isinstance(num_particles, int) and num_particles >= 1):
@@ -73,6 +80,7 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
         )
         self.check_finite = check_finite
         self.per_example_masks = bool(per_example_masks)
+        self.jit = bool(jit)
 
     def _penalised_log_likelihood(
         self, model: Callable, guide: Callable, args: tuple, kwargs: dict

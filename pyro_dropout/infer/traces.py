@@ -21,6 +21,7 @@ from ..nn import masking
 from .batched import explain_batched_failure
 from .divergence import check_gradients, check_loss
 from .inputs import check_finite_inputs, has_non_finite
+from .jit_loss import JitLoss
 
 __all__ = [
     "PARTICLE_PLATE",
@@ -214,6 +215,7 @@ class DropoutTraceMixin:
     vectorize_particles: bool
     check_finite: bool
     per_example_masks: bool = False
+    jit: bool = False
     retain_graph: bool | None
 
     def differentiable_loss(
@@ -230,8 +232,15 @@ class DropoutTraceMixin:
 
     def loss_and_grads(self, model: Callable, guide: Callable, *args: Any, **kwargs: Any) -> float:
         """The loss estimate; also back-propagates it into the parameters. A loss that is not
-        finite raises (with ``check_finite``) before any gradient reaches the parameters."""
-        loss = self.differentiable_loss(model, guide, *args, **kwargs)
+        finite raises (with ``check_finite``) before any gradient reaches the parameters.
+        With ``jit`` the loss is traced once per input shape (:class:`~pyro_dropout.infer.JitLoss`)."""
+        if self.jit:
+            losses = self.__dict__.setdefault("jit_losses", {})
+            if (model, guide) not in losses:
+                losses[(model, guide)] = JitLoss(self, model, guide)
+            loss = losses[(model, guide)](args, kwargs)
+        else:
+            loss = self.differentiable_loss(model, guide, *args, **kwargs)
         if self.check_finite:
             check_loss(float(loss.detach()), type(self).__name__, args, kwargs, _parameters(model, guide))
         if loss.requires_grad:

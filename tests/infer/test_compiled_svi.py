@@ -115,8 +115,8 @@ def test_a_trace_is_freed_with_its_svi():
         svi = _svi(concrete=False, jit=True)
         for x, y in batches[:4]:  # two shapes: two traces
             svi.step(x, y)
-        assert len(svi._compiled) == 2
-        unit = weakref.ref(svi._compiled[next(iter(svi._compiled))])
+        assert len(svi._traced.traces) == 2
+        unit = weakref.ref(next(iter(svi._traced.traces.values())))
         del svi
         gc.collect()
         assert unit() is None
