@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH)"
-	$(BIN)/python -m pip install -q -e ".[dev,rl]"
+	$(BIN)/python -m pip install -q -e ".[dev,rl,lightning]"
 	# TyXe for the tests of its style (optional; without its torchvision pin, which pulls a CUDA torch)
 	$(BIN)/python -m pip install -q --no-deps "tyxe==0.0.2"
 	touch $(STAMP)

@@ -15,7 +15,7 @@ LAYERS = [
     {"nn"},
     {"guides"},
     {"infer"},
-    {"metrics", "export", "attacks", "policies"},
+    {"metrics", "export", "attacks", "policies", "lightning"},
     {"baselines", "datasets"},
     {"experiments", "cli", "__init__"},
 ]

@@ -22,6 +22,7 @@ API = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text()
         "metrics",
         "attacks",
         "policies",
+        "lightning",
         "export",
         "datasets",
         "baselines",
