@@ -53,7 +53,8 @@ class QAgent:
     def __init__(self, policy: str, state_size: int, actions: int, s: RLSettings, seed: int) -> None:
         pyro.clear_param_store()
         p = s.dropout if policy == "thompson" else 0.0
-        self.model = RewardModel(state_size, actions, (s.hidden, s.hidden), p, input_dropout=p)
+        first = s.input_dropout if policy == "thompson" else 0.0
+        self.model = RewardModel(state_size, actions, (s.hidden, s.hidden), p, input_dropout=first)
         self.guide = DropoutGuide(self.model, dropout=None if p > 0 else 0.0)  # 0: a point estimate
         self.svi = CompiledSVI(
             self.model, self.guide, cast(Any, pyro.optim).Adam({"lr": s.lr}), DropoutELBO()

@@ -19,9 +19,9 @@ def _known(policies: tuple[str, ...], flag: str) -> None:
 @dataclass(frozen=True)
 class RLSettings:
     """A DQN on a gymnasium task, as paper 000 §5.4 trains its Q-networks: ``thompson`` is the
-    network with p = 0.1 before every weight layer, acting on one dropout draw per step and
-    trained on one draw per minibatch; ``epsilon-greedy`` is the same network without dropout,
-    ε annealed from 1 to ``epsilon``."""
+    network with p = 0.1 before every weight layer (the state's: ``input_dropout``), acting on one
+    dropout draw per step and trained on one draw per minibatch; ``epsilon-greedy`` is the same
+    network without dropout, ε annealed from 1 to ``epsilon``."""
 
     env: str = field(default="CartPole-v1", metadata={"help": "gymnasium task (discrete actions)"})
     policies: tuple[str, ...] = field(default=POLICIES, metadata={"help": "policies", "parse_check": _known})
@@ -37,6 +37,14 @@ class RLSettings:
         default=0.1,
         metadata={
             "help": "drop probability before every weight layer (thompson)",
+            "minimum": 0,
+            "maximum": 0.95,
+        },
+    )
+    input_dropout: float = field(
+        default=0.1,
+        metadata={
+            "help": "drop probability of the state's components (thompson)",
             "minimum": 0,
             "maximum": 0.95,
         },

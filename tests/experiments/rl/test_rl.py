@@ -96,3 +96,14 @@ def test_bad_tasks_and_settings_are_named():
         main(["rl", "--gamma", "1.5"])
     with pytest.raises(SystemExit):
         main(["rl", "--policies", "boltzmann"])
+
+
+def test_thompson_drops_the_state_at_input_dropout_and_the_hidden_units_at_dropout():
+    s = RLSettings(hidden=4, dropout=0.2, input_dropout=0.0)
+    agent = QAgent("thompson", 2, 2, s, seed=0)
+    replay = Replay(4, 2)
+    replay.add(torch.zeros(2), 0, 1.0, torch.ones(2), False)
+    agent.learn(replay)
+    rates = {k: float(v) for k, v in agent.guide.dropout_rates().items()}
+    assert rates.get("layers.0.weight", 0.0) == 0.0
+    assert rates["layers.1.weight"] == pytest.approx(0.2) and rates["layers.2.weight"] == pytest.approx(0.2)
