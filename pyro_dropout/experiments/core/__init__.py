@@ -13,7 +13,17 @@ from .method import (
     register,
     unregister,
 )
-from .options import add_flags, flatten, from_args, int_list, unflatten, unless_given, validate
+from .options import (
+    add_flags,
+    add_threads,
+    flatten,
+    from_args,
+    int_list,
+    unflatten,
+    unless_given,
+    use_threads,
+    validate,
+)
 from .protocol import Protocol, select_best
 from .splits import parse_splits
 from .store import ResultStore, is_result_file, read_record, resume_runs, write_record
@@ -31,6 +41,7 @@ __all__ = [
     "Standardiser",
     "TrainingCheckpoint",
     "add_flags",
+    "add_threads",
     "flatten",
     "from_args",
     "get_method",
@@ -48,6 +59,7 @@ __all__ = [
     "unflatten",
     "unless_given",
     "unregister",
+    "use_threads",
     "validate",
     "write_record",
 ]

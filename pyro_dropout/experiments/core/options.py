@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 __all__ = [
     "add_flags",
+    "add_threads",
     "check_field",
     "flag_name",
     "flatten",
@@ -24,6 +25,7 @@ __all__ = [
     "int_list",
     "unflatten",
     "unless_given",
+    "use_threads",
     "validate",
 ]
 
@@ -193,3 +195,32 @@ def int_list(text: str, minimum: int = 1) -> tuple[int, ...]:
     if not values or min(values) < minimum:
         raise argparse.ArgumentTypeError(f"expected whole numbers of at least {minimum}, got {text!r}")
     return values
+
+
+def _threads(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--threads takes a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--threads must be at least 1, got {value}")
+    return value
+
+
+def add_threads(parser: Any) -> None:
+    """The ``--threads`` flag: PyTorch's CPU threads for the command (see :func:`use_threads`)."""
+    parser.add_argument(
+        "--threads",
+        type=_threads,
+        default=None,
+        help="PyTorch's CPU threads (default: one per core); with other jobs on the machine give "
+        "each job its share",
+    )
+
+
+def use_threads(args: argparse.Namespace) -> None:
+    """Set PyTorch's CPU threads from ``--threads``, if given."""
+    if getattr(args, "threads", None) is not None:
+        import torch
+
+        torch.set_num_threads(args.threads)

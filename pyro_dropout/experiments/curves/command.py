@@ -8,7 +8,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..core import add_flags, from_args, int_list, unless_given
+from ..core import add_flags, add_threads, from_args, int_list, unless_given, use_threads
 from .settings import QUICK, CurveSettings
 
 __all__ = ["add_curves"]
@@ -21,10 +21,7 @@ SYNTHETIC_QUICK_SIZES = (10, 100, 1000)
 def _settings(args: argparse.Namespace, *changes: dict[str, Any]) -> CurveSettings:
     """The flags given, and for the settings not given, ``changes`` applied in order (and the
     CPU threads set, if given)."""
-    if args.threads is not None:
-        import torch
-
-        torch.set_num_threads(args.threads)
+    use_threads(args)
     return unless_given(from_args(CurveSettings, args), *changes)
 
 
@@ -81,9 +78,7 @@ def _common(parser: argparse.ArgumentParser, out: str, quick: str) -> None:
         "--quick", action="store_true", help=f"a first try, under 10 minutes on 2 cores: {quick}"
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
-    parser.add_argument(
-        "--threads", type=int, default=None, help="PyTorch's CPU threads (default: one per core)"
-    )
+    add_threads(parser)
     add_flags(parser, CurveSettings)
 
 

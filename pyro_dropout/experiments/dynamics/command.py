@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..core import add_flags, from_args, unless_given
+from ..core import add_flags, add_threads, from_args, unless_given, use_threads
 from .settings import QUICK, DynamicsSettings
 
 __all__ = ["add_dynamics"]
 
 
 def _dynamics(args: argparse.Namespace) -> int:
+    use_threads(args)
     from .run import run_dynamics
 
     s = from_args(DynamicsSettings, args)
@@ -37,5 +38,6 @@ def add_dynamics(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", default="results/dynamics", help="results.json and dynamics.png go here")
     parser.add_argument("--quick", action="store_true", help=f"a first try: {QUICK} unless given")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_threads(parser)
     add_flags(parser, DynamicsSettings)
     parser.set_defaults(func=_dynamics)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..core import add_flags, from_args, unless_given
+from ..core import add_flags, add_threads, from_args, unless_given, use_threads
 from .settings import QUICK, ForecastSettings
 
 __all__ = ["add_forecast"]
 
 
 def _forecast(args: argparse.Namespace) -> int:
+    use_threads(args)
     from .run import run_forecast
 
     settings = from_args(ForecastSettings, args)
@@ -31,5 +32,6 @@ def add_forecast(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--data-dir", default=None, help="folder holding co2/ (default: $PYRO_DROPOUT_DATA)")
     parser.add_argument("--quick", action="store_true", help=f"a first try: {QUICK} unless given")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_threads(parser)
     add_flags(parser, ForecastSettings)
     parser.set_defaults(func=_forecast)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..core import add_flags, from_args, unless_given
+from ..core import add_flags, add_threads, from_args, unless_given, use_threads
 from .settings import QUICK, RLSettings
 
 __all__ = ["add_rl"]
 
 
 def _rl(args: argparse.Namespace) -> int:
+    use_threads(args)
     from .run import run_rl
 
     s = from_args(RLSettings, args)
@@ -33,5 +34,6 @@ def add_rl(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", default="results/rl", help="results.json and rl.png go here")
     parser.add_argument("--quick", action="store_true", help=f"a first try: {QUICK} unless given")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_threads(parser)
     add_flags(parser, RLSettings)
     parser.set_defaults(func=_rl)

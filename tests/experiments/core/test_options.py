@@ -79,3 +79,25 @@ def test_quick_values_go_to_the_flags_not_given_the_later_change_winning():
     out = unless_given(given, {"steps": 2, "rate": 0.1, "other": 1}, {"rate": 0.2, "kind": "b"})
     assert (out.steps, out.rate, out.kind, out.scales) == (7, 0.2, "b", (1.0, 2.0))  # "other": no field
     assert unless_given(given) == given
+
+
+def test_threads_flag_sets_torchs_threads_and_rejects_nonsense():
+    import argparse
+
+    import torch
+
+    from pyro_dropout.experiments.core import add_threads, use_threads
+
+    parser = argparse.ArgumentParser()
+    add_threads(parser)
+    before = torch.get_num_threads()
+    try:
+        use_threads(parser.parse_args(["--threads", "1"]))
+        assert torch.get_num_threads() == 1
+        use_threads(parser.parse_args([]))  # not given: unchanged
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+    for bad in ("0", "two"):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["--threads", bad])
