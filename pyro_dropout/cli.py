@@ -8,18 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["build_parser", "main", "parse_splits", "positive_int"]
-
-
-def positive_int(text: str) -> int:
-    """A whole number >= 1 (argparse type)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
-    return value
+__all__ = ["build_parser", "main", "parse_splits"]
 
 
 def parse_splits(text: str) -> list[int]:
@@ -114,6 +103,8 @@ def _download(args: argparse.Namespace) -> int:
 
 
 def _add_demo(sub: argparse._SubParsersAction) -> None:
+    from .experiments.core import positive_int
+
     demo = sub.add_parser("demo", help="train MC dropout on built-in 1-d data; print figures, write a plot")
     demo.add_argument("--out", default="results/demo", help="output directory (default: results/demo)")
     demo.add_argument("--steps", type=positive_int, default=3000, help="SVI steps (default 3000)")
@@ -131,7 +122,7 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_uci(sub: argparse._SubParsersAction) -> None:
-    from .experiments.core import add_flags, method_class, method_names
+    from .experiments.core import add_flags, add_threads, method_class, method_names
     from .experiments.uci import Settings
 
     names = method_names()
@@ -161,13 +152,7 @@ def _add_uci(sub: argparse._SubParsersAction) -> None:
         "split (default), or the grid network validation chose, as the published code does "
         "(results labelled METHOD-grid-network)",
     )
-    uci.add_argument(
-        "--threads",
-        type=positive_int,
-        default=None,
-        help="PyTorch's CPU threads (default: one per core); with other jobs on the machine give "
-        "each job its share (docs/uci.md)",
-    )
+    add_threads(uci)
     uci.add_argument("--quiet", action="store_true", help="no progress bars")
     add_flags(uci.add_argument_group("protocol settings"), Settings)
     seen: set[str] = set()

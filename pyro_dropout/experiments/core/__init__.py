@@ -19,6 +19,7 @@ from .options import (
     flatten,
     from_args,
     int_list,
+    positive_int,
     unflatten,
     unless_given,
     use_threads,
@@ -26,7 +27,15 @@ from .options import (
 )
 from .protocol import Protocol, select_best
 from .splits import parse_splits
-from .store import ResultStore, is_result_file, read_record, resume_runs, write_record
+from .store import (
+    ResultStore,
+    is_result_file,
+    missing_runs,
+    read_record,
+    resume_runs,
+    store_run,
+    write_record,
+)
 from .training import Standardiser, train_runs
 
 __all__ = [
@@ -49,12 +58,15 @@ __all__ = [
     "is_result_file",
     "method_class",
     "method_names",
+    "missing_runs",
     "parse_splits",
+    "positive_int",
     "read_checkpoint",
     "read_record",
     "register",
     "resume_runs",
     "select_best",
+    "store_run",
     "train_runs",
     "unflatten",
     "unless_given",

@@ -23,6 +23,7 @@ __all__ = [
     "flatten",
     "from_args",
     "int_list",
+    "positive_int",
     "unflatten",
     "unless_given",
     "use_threads",
@@ -197,13 +198,14 @@ def int_list(text: str, minimum: int = 1) -> tuple[int, ...]:
     return values
 
 
-def _threads(text: str) -> int:
+def positive_int(text: str) -> int:
+    """A whole number >= 1 (argparse type)."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--threads takes a whole number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"--threads must be at least 1, got {value}")
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
     return value
 
 
@@ -211,7 +213,7 @@ def add_threads(parser: Any) -> None:
     """The ``--threads`` flag: PyTorch's CPU threads for the command (see :func:`use_threads`)."""
     parser.add_argument(
         "--threads",
-        type=_threads,
+        type=positive_int,
         default=None,
         help="PyTorch's CPU threads (default: one per core); with other jobs on the machine give "
         "each job its share",

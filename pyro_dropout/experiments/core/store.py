@@ -23,8 +23,10 @@ __all__ = [
     "SCHEMA_VERSION",
     "ResultStore",
     "is_result_file",
+    "missing_runs",
     "read_record",
     "resume_runs",
+    "store_run",
     "write_record",
 ]
 
@@ -96,6 +98,21 @@ def resume_runs(path: Path, settings: dict[str, Any], which: tuple[str, ...]) ->
         }:
             return {**old, "settings": plain}
     return {"settings": plain, "runs": {}}
+
+
+def missing_runs(
+    results: dict[str, Any], groups: tuple[str, ...], repeats: int, seed: int
+) -> list[tuple[str, int]]:
+    """The ``(group, seed)`` pairs, ``repeats`` seeds from ``seed`` for each group, not yet in
+    ``results["runs"]`` (a record of :func:`resume_runs`)."""
+    runs = results["runs"]
+    return [(g, seed + r) for g in groups for r in range(repeats) if str(seed + r) not in runs.get(g, {})]
+
+
+def store_run(path: Path, results: dict[str, Any], group: str, seed: int, record: dict[str, Any]) -> None:
+    """Put one run's ``record`` into ``results["runs"][group][seed]`` and write the file."""
+    results["runs"].setdefault(group, {})[str(seed)] = record
+    write_record(path, results)
 
 
 @dataclass

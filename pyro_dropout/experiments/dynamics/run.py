@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 
 from ...guides import DropoutGuide
 from ...infer import CompiledSVI, DropoutELBO, predict
-from ..core import resume_runs, write_record
+from ..core import missing_runs, resume_runs, store_run
 from ..rl.run import make_env
 from .figure import dynamics_figure
 from .model import DynamicsModel
@@ -130,21 +130,18 @@ def run_dynamics(s: DynamicsSettings, out: str | Path, progress: bool = True) ->
     out.mkdir(parents=True, exist_ok=True)
     path = out / "results.json"
     results = resume_runs(path, asdict(s), _WHICH)
-    todo = [
-        (a, r)
-        for a in s.agents
-        for r in range(s.repeats)
-        if str(s.seed + r) not in results["runs"].get(a, {})
-    ]
+    todo = missing_runs(results, s.agents, s.repeats, s.seed)
     bar = tqdm(total=len(todo) * s.episodes, disable=not progress, desc="dynamics episodes")
-    for agent, r in todo:
+    for agent, seed in todo:
         start = time.perf_counter()
-        records = run_agent(agent, s, s.seed + r, bar)
-        results["runs"].setdefault(agent, {})[str(s.seed + r)] = {
-            "episodes": records,
-            "seconds": round(time.perf_counter() - start, 1),
-        }
-        write_record(path, results)
+        records = run_agent(agent, s, seed, bar)
+        store_run(
+            path,
+            results,
+            agent,
+            seed,
+            {"episodes": records, "seconds": round(time.perf_counter() - start, 1)},
+        )
     bar.close()
     dynamics_figure(results, out / "dynamics.png")
     return results

@@ -13,7 +13,7 @@ import pyro
 import torch
 from tqdm.auto import tqdm
 
-from ..core import resume_runs, write_record
+from ..core import missing_runs, resume_runs, store_run
 from .agent import QAgent, Replay
 from .figure import rl_figure
 from .settings import RLSettings
@@ -83,20 +83,13 @@ def run_rl(s: RLSettings, out: str | Path, progress: bool = True) -> dict[str, A
     out.mkdir(parents=True, exist_ok=True)
     path = out / "results.json"
     results = resume_runs(path, asdict(s), _WHICH)
-    todo = [
-        (p, r)
-        for p in s.policies
-        for r in range(s.repeats)
-        if str(s.seed + r) not in results["runs"].get(p, {})
-    ]
+    todo = missing_runs(results, s.policies, s.repeats, s.seed)
     bar = tqdm(total=len(todo) * s.batches, disable=not progress, desc="rl batches")
-    for policy, r in todo:
+    for policy, seed in todo:
         start = time.perf_counter()
-        episodes = play(policy, s, s.seed + r, bar)
+        episodes = play(policy, s, seed, bar)
         record = {"episodes": episodes, "seconds": round(time.perf_counter() - start, 1)}
-        record |= summary(episodes, s.batches)
-        results["runs"].setdefault(policy, {})[str(s.seed + r)] = record
-        write_record(path, results)
+        store_run(path, results, policy, seed, record | summary(episodes, s.batches))
     bar.close()
     rl_figure(results, out / "rl.png")
     return results
