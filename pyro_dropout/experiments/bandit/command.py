@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..core import add_flags, add_threads, from_args, unless_given, use_threads
+from ..core import add_flags, add_run_flags, from_args, unless_given, use_threads
 from .settings import QUICK, BanditSettings
 
 __all__ = ["add_bandit"]
@@ -37,9 +37,6 @@ def add_bandit(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "bandit", help="paper 000 §5.4: Thompson sampling with MC dropout, the wheel bandit"
     )
-    parser.add_argument("--out", default="results/bandit", help="results.json and bandit.png go here")
-    parser.add_argument("--quick", action="store_true", help=f"a first try: {QUICK} unless given")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
-    add_threads(parser)
+    add_run_flags(parser, "results/bandit", "results.json and bandit.png", QUICK)
     add_flags(parser, BanditSettings)
     parser.set_defaults(func=_bandit)

@@ -15,6 +15,7 @@ from .method import (
 )
 from .options import (
     add_flags,
+    add_run_flags,
     add_threads,
     flatten,
     from_args,
@@ -50,6 +51,7 @@ __all__ = [
     "Standardiser",
     "TrainingCheckpoint",
     "add_flags",
+    "add_run_flags",
     "add_threads",
     "flatten",
     "from_args",

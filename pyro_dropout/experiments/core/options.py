@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 __all__ = [
     "add_flags",
+    "add_run_flags",
     "add_threads",
     "check_field",
     "flag_name",
@@ -226,3 +227,12 @@ def use_threads(args: argparse.Namespace) -> None:
         import torch
 
         torch.set_num_threads(args.threads)
+
+
+def add_run_flags(parser: Any, out: str, files: str, quick: dict[str, Any]) -> None:
+    """An experiment command's common flags: ``--out`` (default ``out``, where ``files`` go),
+    ``--quick`` (``quick``'s values for the settings not given), ``--quiet`` and ``--threads``."""
+    parser.add_argument("--out", default=out, help=f"{files} go here")
+    parser.add_argument("--quick", action="store_true", help=f"a first try: {quick} unless given")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_threads(parser)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..core import add_flags, add_threads, from_args, unless_given, use_threads
+from ..core import add_flags, add_run_flags, from_args, unless_given, use_threads
 from .settings import QUICK, DynamicsSettings
 
 __all__ = ["add_dynamics"]
@@ -35,9 +35,6 @@ def add_dynamics(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "dynamics", help="paper 001 §4.5: Concrete dropout in a cart-pole dynamics model (gymnasium)"
     )
-    parser.add_argument("--out", default="results/dynamics", help="results.json and dynamics.png go here")
-    parser.add_argument("--quick", action="store_true", help=f"a first try: {QUICK} unless given")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
-    add_threads(parser)
+    add_run_flags(parser, "results/dynamics", "results.json and dynamics.png", QUICK)
     add_flags(parser, DynamicsSettings)
     parser.set_defaults(func=_dynamics)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..core import add_flags, add_threads, from_args, unless_given, use_threads
+from ..core import add_flags, add_run_flags, from_args, unless_given, use_threads
 from .settings import QUICK, ForecastSettings
 
 __all__ = ["add_forecast"]
@@ -28,10 +28,7 @@ def _forecast(args: argparse.Namespace) -> int:
 
 def add_forecast(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("forecast", help="an LSTM with variational dropout forecasting CO2")
-    parser.add_argument("--out", default="results/forecast", help="results.json and forecast.png go here")
+    add_run_flags(parser, "results/forecast", "results.json and forecast.png", QUICK)
     parser.add_argument("--data-dir", default=None, help="folder holding co2/ (default: $PYRO_DROPOUT_DATA)")
-    parser.add_argument("--quick", action="store_true", help=f"a first try: {QUICK} unless given")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
-    add_threads(parser)
     add_flags(parser, ForecastSettings)
     parser.set_defaults(func=_forecast)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..core import add_flags, add_threads, from_args, unless_given, use_threads
+from ..core import add_flags, add_run_flags, from_args, unless_given, use_threads
 from .settings import QUICK, RLSettings
 
 __all__ = ["add_rl"]
@@ -31,9 +31,6 @@ def add_rl(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "rl", help="paper 000 §5.4: a Q-network with dropout, Thompson sampling against ε-greedy"
     )
-    parser.add_argument("--out", default="results/rl", help="results.json and rl.png go here")
-    parser.add_argument("--quick", action="store_true", help=f"a first try: {QUICK} unless given")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
-    add_threads(parser)
+    add_run_flags(parser, "results/rl", "results.json and rl.png", QUICK)
     add_flags(parser, RLSettings)
     parser.set_defaults(func=_rl)
