@@ -5,19 +5,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..core import add_flags, add_run_flags, from_args, unless_given, use_threads
+from ..core import add_flags, add_run_flags, command_settings
 from .settings import QUICK, BanditSettings
 
 __all__ = ["add_bandit"]
 
 
 def _bandit(args: argparse.Namespace) -> int:
-    use_threads(args)
     from .run import run_bandit
 
-    s = from_args(BanditSettings, args)
-    if args.quick:
-        s = unless_given(s, QUICK)
+    s = command_settings(BanditSettings, args, QUICK)
     results = run_bandit(s, Path(args.out), not args.quiet)
     for delta, entry in results["deltas"].items():
         cells = []

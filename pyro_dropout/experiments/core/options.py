@@ -20,6 +20,7 @@ __all__ = [
     "add_run_flags",
     "add_threads",
     "check_field",
+    "command_settings",
     "flag_name",
     "flatten",
     "from_args",
@@ -236,3 +237,11 @@ def add_run_flags(parser: Any, out: str, files: str, quick: dict[str, Any]) -> N
     parser.add_argument("--quick", action="store_true", help=f"a first try: {quick} unless given")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     add_threads(parser)
+
+
+def command_settings(cls: type[T], args: argparse.Namespace, quick: dict[str, Any]) -> T:
+    """A command's settings (flags from :func:`add_run_flags`): ``cls`` from the flags given, with
+    ``quick``'s values for the settings not given under ``--quick``; PyTorch's threads set."""
+    use_threads(args)
+    settings = from_args(cls, args)
+    return unless_given(settings, quick) if args.quick else settings

@@ -5,19 +5,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..core import add_flags, add_run_flags, from_args, unless_given, use_threads
+from ..core import add_flags, add_run_flags, command_settings
 from .settings import QUICK, DynamicsSettings
 
 __all__ = ["add_dynamics"]
 
 
 def _dynamics(args: argparse.Namespace) -> int:
-    use_threads(args)
     from .run import run_dynamics
 
-    s = from_args(DynamicsSettings, args)
-    if args.quick:
-        s = unless_given(s, QUICK)
+    s = command_settings(DynamicsSettings, args, QUICK)
     results = run_dynamics(s, Path(args.out), not args.quiet)
     for agent, runs in results["runs"].items():
         for seed, run in runs.items():

@@ -5,19 +5,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..core import add_flags, add_run_flags, from_args, unless_given, use_threads
+from ..core import add_flags, add_run_flags, command_settings
 from .settings import QUICK, ForecastSettings
 
 __all__ = ["add_forecast"]
 
 
 def _forecast(args: argparse.Namespace) -> int:
-    use_threads(args)
     from .run import run_forecast
 
-    settings = from_args(ForecastSettings, args)
-    if args.quick:
-        settings = unless_given(settings, QUICK)
+    settings = command_settings(ForecastSettings, args, QUICK)
     r = run_forecast(settings, Path(args.out), args.data_dir, not args.quiet)
     sc = r["scores"]
     print(f"predictive sd: {r['sd_one_year']:.2f} ppm a year ahead, {r['sd_end']:.2f} ppm at the horizon")

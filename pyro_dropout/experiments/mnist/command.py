@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..core import add_flags, from_args, int_list, unless_given
+from ..core import add_flags, command_settings, int_list
 from .alpha_settings import ATTACK_QUICK, BBALPHA_QUICK, AlphaSettings, AttackSettings
 from .predictors import METHODS
 from .settings import QUICK, MnistSettings
@@ -18,8 +18,7 @@ __all__ = ["add_mnist"]
 
 def _settings(args: argparse.Namespace, cls: type = MnistSettings, quick: dict | None = None) -> Any:
     """``cls`` from the flags; with ``--quick``, the quick values of the fields not given."""
-    settings: Any = from_args(cls, args)
-    return unless_given(settings, QUICK if quick is None else quick) if args.quick else settings
+    return command_settings(cls, args, QUICK if quick is None else quick)
 
 
 def _methods(text: str) -> tuple[str, ...]:

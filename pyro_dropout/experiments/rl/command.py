@@ -5,19 +5,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..core import add_flags, add_run_flags, from_args, unless_given, use_threads
+from ..core import add_flags, add_run_flags, command_settings
 from .settings import QUICK, RLSettings
 
 __all__ = ["add_rl"]
 
 
 def _rl(args: argparse.Namespace) -> int:
-    use_threads(args)
     from .run import run_rl
 
-    s = from_args(RLSettings, args)
-    if args.quick:
-        s = unless_given(s, QUICK)
+    s = command_settings(RLSettings, args, QUICK)
     results = run_rl(s, Path(args.out), not args.quiet)
     for policy, runs in results["runs"].items():
         late = [r["late_return"] for r in runs.values() if r["late_return"] is not None]
