@@ -69,7 +69,7 @@ class QAgent:
         self.batches = 0
 
     def act(self, state: torch.Tensor) -> int:
-        """The action for one state (after the first batch; before it, a random one)."""
+        """The action for one state (before the first batch, the burn-in, a random one)."""
         if self.batches == 0:
             return int(torch.randint(self.actions, ()))
         if isinstance(self.chooser, EpsilonGreedy):

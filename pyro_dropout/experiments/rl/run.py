@@ -50,7 +50,7 @@ def play(policy: str, s: RLSettings, seed: int, bar: Any = None) -> list[list[fl
     episodes, total = [], 0.0
     for step in range(s.burn_in + s.batches):
         state = torch.as_tensor(observation, dtype=torch.float32)
-        action = int(torch.randint(actions, ())) if step < s.burn_in else agent.act(state)
+        action = agent.act(state)  # random until the agent's first batch: the burn-in
         observation, reward, terminal, truncated, _ = env.step(action)
         replay.add(state, action, float(reward), torch.as_tensor(observation, dtype=torch.float32), terminal)
         total += float(reward)
