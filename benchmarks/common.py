@@ -41,6 +41,28 @@ def best_time(
     return min(times)
 
 
+def interleaved_best(
+    runners: dict[Any, Callable[[], Any]],
+    device: torch.device,
+    steps: int,
+    blocks: int,
+    clock: Callable[[], float] = time.perf_counter,
+    warmup: int = 0,
+) -> dict[Any, float]:
+    """The best time per call of each runner, in seconds of ``clock``: ``blocks`` rounds in which
+    each runner in turn makes ``steps`` calls (so that a slow spell of the machine hits all
+    alike), after ``warmup`` rounds of one call each (tracing, the allocator)."""
+    for _ in range(warmup):
+        for run in runners.values():
+            run()
+    best = dict.fromkeys(runners, float("inf"))
+    for _ in range(blocks):
+        for key, run in runners.items():
+            seconds = best_time(lambda run=run: [run() for _ in range(steps)], device, 1, 0, clock)
+            best[key] = min(best[key], seconds / steps)
+    return best
+
+
 def work_clock(device: torch.device) -> tuple[Callable[[], float], str]:
     """The clock for comparing two implementations on a shared machine, and its name.
 

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import best_time, machine, pick_device, work_clock, write
+from common import interleaved_best, machine, pick_device, work_clock, write
 
 from pyro_dropout import DropoutELBO, DropoutGuide
 from pyro_dropout.infer import CompiledSVI
@@ -85,14 +85,7 @@ def case(k: int, x: torch.Tensor, y: torch.Tensor, device: torch.device, steps: 
     clock, _ = work_clock(device)
     raw, svi = RawLeNet(device), library(k, device)
     runners = {"raw": lambda: raw.step(x, y, k), "library": lambda: svi.step(x, y, num_data=N_DATA)}
-    best = dict.fromkeys(runners, float("inf"))
-    for run in runners.values():  # warm up: the trace, the allocator
-        run()
-        run()
-    for _ in range(3):
-        for name, run in runners.items():
-            seconds = best_time(lambda run=run: [run() for _ in range(steps)], device, 1, 0, clock)
-            best[name] = min(best[name], seconds / steps)
+    best = interleaved_best(runners, device, steps, blocks=3, clock=clock, warmup=2)
     row = {"particles": k, "raw_ms": 1e3 * best["raw"], "library_ms": 1e3 * best["library"]}
     row["library_vs_raw"] = row["library_ms"] / row["raw_ms"]
     print(

@@ -26,7 +26,7 @@ import pyro
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import best_time, machine, runs_benchmark_setup, work_clock, write
+from common import interleaved_best, machine, runs_benchmark_setup, work_clock, write
 
 from pyro_dropout import BBAlpha, DropoutELBO, DropoutGuide
 from pyro_dropout.infer import CompiledSVI
@@ -112,11 +112,7 @@ def main() -> None:
     rows = []
     for particles in (10, 1):
         steps_of = {c: chunked_step(runs, c, particles, data, device) for c in chunks}
-        best = {c: float("inf") for c in chunks}
-        for _ in range(repeats):  # alternate, so that a slow spell of the machine hits all alike
-            for c, fn in steps_of.items():
-                t = best_time(lambda fn=fn: [fn() for _ in range(steps)], device, 1, 0, clock) / steps
-                best[c] = min(best[c], t)
+        best = interleaved_best(steps_of, device, steps, blocks=repeats, clock=clock)
         whole = best[runs]
         name = f"BB-alpha K={particles}" if particles > 1 else "MC dropout"
         for c in chunks:

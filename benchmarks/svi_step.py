@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from pyro.infer import SVI
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import best_time, machine, pick_device, write
+from common import interleaved_best, machine, pick_device, write
 
 from pyro_dropout import BBAlpha, DropoutELBO, DropoutGuide
 from pyro_dropout.infer import CompiledSVI, JitLoss
@@ -125,21 +125,6 @@ def check_compiled_matches_eager(sizes, classes, make_loss, device, x, y) -> flo
     return abs(compiled - eager) / abs(eager)
 
 
-def timed(runners: dict, steps: int, device: torch.device) -> dict:
-    """The best time of ``steps`` calls of each runner, in interleaved blocks (so that drift of
-    the machine hits all alike), after a warm-up (tracing, allocator)."""
-    best = dict.fromkeys(runners, float("inf"))
-    for _ in range(2):
-        for run in runners.values():
-            run()
-    for _ in range(5):
-        for kind, run in runners.items():
-            best[kind] = min(
-                best[kind], best_time(lambda run=run: [run() for _ in range(steps)], device, 1, 0)
-            )
-    return best
-
-
 def case(name, sizes, classes, batch, loss_name, device, steps) -> dict:
     g = torch.Generator().manual_seed(1)
     x = torch.randn(batch, sizes[0], generator=g).to(device)
@@ -160,8 +145,8 @@ def case(name, sizes, classes, batch, loss_name, device, steps) -> dict:
         for kind in kinds:
             svi, _, _ = library(kind, sizes, classes, make_loss(jit=kind == "svi_jit"), device, x, y)
             runners[kind] = lambda svi=svi: svi.step(x, y, num_data=N_DATA)
-        for kind, seconds in timed(runners, steps, device).items():
-            row[f"{kind}_ms"] = min(row.get(f"{kind}_ms", math.inf), 1e3 * seconds / steps)
+        for kind, seconds in interleaved_best(runners, device, steps, blocks=5, warmup=2).items():
+            row[f"{kind}_ms"] = min(row.get(f"{kind}_ms", math.inf), 1e3 * seconds)
     row["compiled_vs_raw"] = row["compiled_ms"] / row["raw_ms"]
     row["svi_vs_raw"] = row["svi_ms"] / row["raw_ms"]
     row["svi_jit_vs_raw"] = row["svi_jit_ms"] / row["raw_ms"]
