@@ -5,15 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core import known_names
+
 __all__ = ["POLICIES", "QUICK", "BanditSettings"]
 
 POLICIES = ("mc-dropout", "concrete", "epsilon-greedy", "uniform")
-
-
-def _known(policies: tuple[str, ...], flag: str) -> None:
-    unknown = [p for p in policies if p not in POLICIES]
-    if unknown or not policies:
-        raise ValueError(f"{flag}: unknown policies {unknown}; choose from {', '.join(POLICIES)}")
 
 
 @dataclass(frozen=True)
@@ -26,7 +22,9 @@ class BanditSettings:
     )
     rounds: int = field(default=2000, metadata={"help": "contexts per run", "positive": True})
     repeats: int = field(default=3, metadata={"help": "runs per δ and policy (seeds)", "positive": True})
-    policies: tuple[str, ...] = field(default=POLICIES, metadata={"help": "policies", "parse_check": _known})
+    policies: tuple[str, ...] = field(
+        default=POLICIES, metadata={"help": "policies", "parse_check": known_names(POLICIES, "policies")}
+    )
     hidden: int = field(
         default=50, metadata={"help": "units of each of the two hidden layers", "positive": True}
     )

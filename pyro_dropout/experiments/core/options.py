@@ -12,6 +12,7 @@ import argparse
 import math
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import MISSING, Field, fields, replace
 from typing import Any, TypeVar
 
@@ -25,6 +26,7 @@ __all__ = [
     "flatten",
     "from_args",
     "int_list",
+    "known_names",
     "positive_int",
     "unflatten",
     "unless_given",
@@ -245,3 +247,15 @@ def command_settings(cls: type[T], args: argparse.Namespace, quick: dict[str, An
     use_threads(args)
     settings = from_args(cls, args)
     return unless_given(settings, quick) if args.quick else settings
+
+
+def known_names(choices: tuple[str, ...], what: str) -> Callable[[tuple[str, ...], str], None]:
+    """A field's ``parse_check`` for a tuple of names: at least one, each one of ``choices``
+    (``what`` names them in the error, e.g. ``"policies"``)."""
+
+    def check(names: tuple[str, ...], flag: str) -> None:
+        unknown = [n for n in names if n not in choices]
+        if unknown or not names:
+            raise ValueError(f"{flag}: unknown {what} {unknown}; choose from {', '.join(choices)}")
+
+    return check

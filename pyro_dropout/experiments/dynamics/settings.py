@@ -5,15 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core import known_names
+
 __all__ = ["AGENTS", "QUICK", "DynamicsSettings"]
 
 AGENTS = ("concrete", "fixed")
-
-
-def _known(agents: tuple[str, ...], flag: str) -> None:
-    unknown = [a for a in agents if a not in AGENTS]
-    if unknown or not agents:
-        raise ValueError(f"{flag}: unknown agents {unknown}; choose from {', '.join(AGENTS)}")
 
 
 @dataclass(frozen=True)
@@ -23,7 +19,9 @@ class DynamicsSettings:
     (``concrete``, p learned per layer) or p fixed at ``dropout`` (``fixed``, that paper's
     setting). The agent plans with one function drawn per episode."""
 
-    agents: tuple[str, ...] = field(default=AGENTS, metadata={"help": "agents", "parse_check": _known})
+    agents: tuple[str, ...] = field(
+        default=AGENTS, metadata={"help": "agents", "parse_check": known_names(AGENTS, "agents")}
+    )
     episodes: int = field(default=40, metadata={"help": "episodes after the random ones", "positive": True})
     random_episodes: int = field(
         default=2, metadata={"help": "episodes of random actions first", "positive": True}

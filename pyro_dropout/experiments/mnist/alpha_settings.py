@@ -6,15 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core import known_names
+
 __all__ = ["ATTACK_QUICK", "BBALPHA_QUICK", "AlphaSettings", "AttackSettings"]
 
 MODELS = ("mlp", "cnn")
-
-
-def _known(models: tuple[str, ...], flag: str) -> None:
-    unknown = [m for m in models if m not in MODELS]
-    if unknown or not models:
-        raise ValueError(f"{flag}: unknown models {unknown}; choose from {', '.join(MODELS)}")
 
 
 @dataclass(frozen=True)
@@ -29,7 +25,10 @@ class AlphaSettings:
     particles: int = field(default=10, metadata={"help": "mask draws K per training step", "positive": True})
     models: tuple[str, ...] = field(
         default=MODELS,
-        metadata={"help": "mlp (2x100) and/or cnn (Keras's MNIST CNN)", "parse_check": _known},
+        metadata={
+            "help": "mlp (2x100) and/or cnn (Keras's MNIST CNN)",
+            "parse_check": known_names(MODELS, "models"),
+        },
     )
 
 

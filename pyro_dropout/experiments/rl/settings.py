@@ -5,15 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core import known_names
+
 __all__ = ["POLICIES", "QUICK", "RLSettings"]
 
 POLICIES = ("thompson", "epsilon-greedy")
-
-
-def _known(policies: tuple[str, ...], flag: str) -> None:
-    unknown = [p for p in policies if p not in POLICIES]
-    if unknown or not policies:
-        raise ValueError(f"{flag}: unknown policies {unknown}; choose from {', '.join(POLICIES)}")
 
 
 @dataclass(frozen=True)
@@ -24,7 +20,9 @@ class RLSettings:
     network without dropout, ε annealed from 1 to ``epsilon``."""
 
     env: str = field(default="CartPole-v1", metadata={"help": "gymnasium task (discrete actions)"})
-    policies: tuple[str, ...] = field(default=POLICIES, metadata={"help": "policies", "parse_check": _known})
+    policies: tuple[str, ...] = field(
+        default=POLICIES, metadata={"help": "policies", "parse_check": known_names(POLICIES, "policies")}
+    )
     batches: int = field(
         default=30_000, metadata={"help": "training batches (one per environment step)", "positive": True}
     )
