@@ -1,10 +1,17 @@
-"""MC-dropout prediction: speed against an equal-FLOP batched matrix product, and peak memory.
+"""MC-dropout prediction: throughput against the machine's GEMM rate and peers, and peak memory.
 
 Run: python benchmarks/predictive.py [--device auto|cpu|cuda] [--quick]
 
-1. Speed: T draws on N points for the UCI net (13-50-1) with ``predict`` (masks, biases,
-   ReLU, likelihood moments) against the batched matrix products of the same FLOP count,
-   ``x @ W1[t].T`` and ``h @ W2[t].T`` for all t (the hardware's limit for this work).
+1. Speed: T = 1,000 draws on N = 10,000 points of the UCI net (13-50-1), in GFLOP/s of the
+   network's products (2 T N (13·50 + 50·1)) and as a fraction of the machine's square GEMM
+   rate (a 2048² product), measured in one run, interleaved:
+
+   * ``predict`` with its default chunks (sized from the cache, replayed from a trace), with
+     100-draw chunks (the old default), and with ``jit=False``;
+   * peers (``predictive_peers.py``): a raw PyTorch loop, one draw at a time; bayesian-torch's
+     layers, one forward pass per draw (skipped where it is not installed);
+   * the batched matrix products of the same FLOPs, ``x @ W1[t].T`` and ``h @ W2[t].T`` for all
+     t at once (the former baseline: its outputs fall out of cache, so it is no limit).
 2. Memory: the peak working memory of ``predict`` as T grows, chunked (chunk_size=100) and
    unchunked; each configuration runs in a fresh process (peak RSS on CPU, peak allocated
    on CUDA), minus the memory before the call and the returned draws.
@@ -22,7 +29,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import best_time, machine, pick_device, write
+from common import interleaved_best, machine, pick_device, write
+from predictive_peers import bayesian_torch_loop, raw_loop, square_gemm
 
 from pyro_dropout import DropoutGuide, predict
 from pyro_dropout.nn import MLP
@@ -42,26 +50,45 @@ def equal_flop_matmul(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor) -> to
     return torch.matmul(h, w2.transpose(-1, -2))  # [T, N, 1]
 
 
-def speed(device: torch.device, t: int, n: int, chunk: int | None) -> dict:
+def speed(device: torch.device, t: int, n: int, blocks: int) -> dict:
     model, guide, x = uci_model(device, n)
-    w1 = torch.randn(t, 50, 13, device=device)
-    w2 = torch.randn(t, 1, 50, device=device)
-    baseline = best_time(lambda: equal_flop_matmul(x, w1, w2), device)
-    ours = best_time(
-        lambda: predict(model, guide, x, num_samples=t, chunk_size=chunk, return_sites=["mean"]), device
+    w1, w2 = torch.randn(t, 50, 13, device=device), torch.randn(t, 1, 50, device=device)
+    gemm, gemm_flops = square_gemm(device)
+    runners = {
+        "predict": lambda: predict(model, guide, x, num_samples=t, return_sites=["mean"]),
+        "predict_chunk_100": lambda: predict(
+            model, guide, x, num_samples=t, chunk_size=100, return_sites=["mean"]
+        ),
+        "predict_eager": lambda: predict(model, guide, x, num_samples=t, return_sites=["mean"], jit=False),
+        "raw_loop": raw_loop(x, t),
+        "bayesian_torch_loop": bayesian_torch_loop(x, t),
+        "equal_flop_batched_matmul": lambda: equal_flop_matmul(x, w1, w2),
+        "square_gemm": gemm,
+    }
+    missing = [k for k, v in runners.items() if v is None]
+    seconds = interleaved_best(
+        {k: v for k, v in runners.items() if v is not None}, device, 1, blocks, warmup=1
     )
-    flops = 2 * t * n * (13 * 50 + 50 * 1)
-    pred = predict(model, guide, x, num_samples=t, chunk_size=chunk, return_sites=["mean"])
+    pred = predict(model, guide, x, num_samples=t, return_sites=["mean"])
     assert pred["mean"].shape == (t, n) and torch.isfinite(pred["mean"]).all()
+    flops = 2 * t * n * (13 * 50 + 50 * 1)
+    gemm_rate = gemm_flops / seconds["square_gemm"] / 1e9
+    rows = {
+        name: {
+            "seconds": s,
+            "gflop_per_s": flops / s / 1e9,
+            "fraction_of_square_gemm": flops / s / 1e9 / gemm_rate,
+        }
+        for name, s in seconds.items()
+        if name != "square_gemm"
+    }
     return {
         "T": t,
         "N": n,
-        "chunk_size": chunk,
         "gflop": flops / 1e9,
-        "matmul_seconds": baseline,
-        "predict_seconds": ours,
-        "ratio": ours / baseline,
-        "matmul_gflops_per_s": flops / baseline / 1e9,
+        "square_gemm_gflop_per_s": gemm_rate,
+        "rows": rows,
+        "missing": missing,
     }
 
 
@@ -132,16 +159,18 @@ def main() -> None:
     # memory first, in fresh child processes, while this process is still small
     ts = [50, 200, 800] if args.quick else [250, 1000, 4000, 16000]
     mem = memory(device, ts, n, unchunked_max=ts[-2] // 2)
-    rows = [speed(device, t, n, chunk) for chunk in (100, 250, None)]
-    for r in rows:
+    result = speed(device, t, n, blocks=2 if args.quick else 5)
+    print(f"  speed   T={t} N={n}: square GEMM {result['square_gemm_gflop_per_s']:.1f} GFLOP/s")
+    for name, r in result["rows"].items():
         print(
-            f"  speed   T={r['T']} N={r['N']} chunk={r['chunk_size']!s:>4}: "
-            f"predict {r['predict_seconds']:.3f} s, equal-FLOP matmul {r['matmul_seconds']:.3f} s, "
-            f"ratio {r['ratio']:.2f}"
+            f"  speed   {name:26s} {r['seconds']:.3f} s  {r['gflop_per_s']:5.1f} GFLOP/s  "
+            f"{r['fraction_of_square_gemm']:.2f} of the square GEMM"
         )
+    for name in result["missing"]:
+        print(f"  speed   {name:26s} not installed (pip install --no-deps bayesian-torch)")
     write(
         f"predictive_{device.type}" + ("_quick" if args.quick else ""),
-        {"machine": machine(device), "speed": rows, "memory": mem},
+        {"machine": machine(device), "speed": result, "memory": mem},
     )
 
 

@@ -10,9 +10,20 @@ from pyro.poutine.util import site_is_subsample
 from .predictions import Predictions
 from .traces import Site
 
-__all__ = ["DRAWS_PLATE", "Buffers", "check_batch_dims", "collect_site", "fill", "plate_nesting", "tidy"]
+__all__ = [
+    "DRAWS_PLATE",
+    "Buffers",
+    "Outputs",
+    "check_batch_dims",
+    "chunk_outputs",
+    "collect_site",
+    "fill",
+    "plate_nesting",
+    "tidy",
+]
 
 DRAWS_PLATE = "_pyro_dropout_draws"  # the plate of the draws of a chunk
+Outputs = dict[tuple[str, str], torch.Tensor]  # (group of Predictions, site) -> the chunk's draws
 
 
 def plate_nesting(trace: Trace) -> int:
@@ -67,11 +78,13 @@ class Buffers:
         self.num_samples, self.offset = num_samples, 0
         self.tensors: dict[tuple[str, str], torch.Tensor] = {}
 
-    def put(self, group: str, name: str, value: torch.Tensor) -> None:
-        key = (group, name)
-        if key not in self.tensors:
-            self.tensors[key] = value.new_empty((self.num_samples, *value.shape[1:]))
-        self.tensors[key][self.offset : self.offset + value.shape[0]] = value
+    def put(self, outputs: Outputs, size: int) -> None:
+        """Store a chunk of ``size`` draws after the ones stored so far."""
+        for key, value in outputs.items():
+            if key not in self.tensors:
+                self.tensors[key] = value.new_empty((self.num_samples, *value.shape[1:]))
+            self.tensors[key][self.offset : self.offset + size] = value
+        self.offset += size
 
 
 def collect_site(
@@ -79,15 +92,17 @@ def collect_site(
     site: Site,
     is_latent: bool,
     out: Predictions,
-    buffers: Buffers,
+    outputs: Outputs,
     wanted: set[str] | None,
     nesting: int,
     size: int,
 ) -> None:
+    """Add the draws of one site to ``outputs``, and what it is (kind, distribution, data) to ``out``."""
     fn = site["fn"]
 
     def add(group: str, value: torch.Tensor, event_dim: int) -> None:
-        buffers.put(group, name, tidy(value, site, event_dim, nesting, size))
+        # detached: a point-mass site's value can be its parameter itself, which requires grad
+        outputs[(group, name)] = tidy(value.detach(), site, event_dim, nesting, size)
 
     deterministic = bool(site["infer"].get("_deterministic", False))
     likelihood = not (is_latent or deterministic)  # sampled by the model itself: an observation site
@@ -117,6 +132,17 @@ def collect_site(
         pass
 
 
+def chunk_outputs(
+    out: Predictions, trace: Trace, latents: Trace, wanted: set[str] | None, nesting: int, size: int
+) -> Outputs:
+    """The draws of a chunk's trace, tidied, by (group, site); what each site is goes to ``out``."""
+    outputs: Outputs = {}
+    for name, site in trace.nodes.items():
+        if site["type"] == "sample" and not site_is_subsample(site):
+            collect_site(name, site, name in latents.nodes, out, outputs, wanted, nesting, size)
+    return outputs
+
+
 def fill(
     out: Predictions,
     buffers: Buffers,
@@ -126,7 +152,4 @@ def fill(
     nesting: int,
     size: int,
 ) -> None:
-    for name, site in trace.nodes.items():
-        if site["type"] == "sample" and not site_is_subsample(site):
-            collect_site(name, site, name in latents.nodes, out, buffers, wanted, nesting, size)
-    buffers.offset += size
+    buffers.put(chunk_outputs(out, trace, latents, wanted, nesting, size), size)

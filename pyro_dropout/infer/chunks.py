@@ -1,0 +1,111 @@
+r"""The chunks of draws of a posterior predictive: their sizes, and one chunk's pass of the guide
+(or samples) and the model, vectorised over its draws."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyro
+import torch
+from pyro import poutine
+from pyro.poutine.trace_struct import Trace
+from pyro.poutine.util import prune_subsample_sites
+from torch.overrides import TorchFunctionMode
+
+from .batched import explain_batched_failure
+from .collect import DRAWS_PLATE
+
+__all__ = ["ChunkRunner", "DrawLatents", "auto_chunk_size", "chunk_sizes", "largest_tensor_bytes"]
+
+DrawLatents = Callable[[int, int, Trace, tuple, dict], Trace]  # (size, nesting, prototype, args, kwargs)
+MAX_AUTO_CHUNK = 100  # draws per chunk where the cache does not set it (a GPU: fewer, larger launches)
+
+
+@dataclass
+class ChunkRunner:
+    """One chunk of draws: the latents from ``draw_latents``, replayed into ``model``."""
+
+    model: Callable
+    draw_latents: DrawLatents
+    prototype: Trace
+    nesting: int
+    args: tuple
+    kwargs: dict
+
+    def run(self, size: int, args: tuple | None = None, kwargs: dict | None = None) -> tuple[Trace, Trace]:
+        """``(trace, latents)`` of ``size`` draws vectorised in a plate (``args``: other tensors of
+        the same shapes, for tracing)."""
+        a, k = (self.args if args is None else args), (self.kwargs if kwargs is None else kwargs)
+        with torch.no_grad(), poutine.block(), pyro.plate(DRAWS_PLATE, size, dim=-(self.nesting + 1)):
+            latents = self.draw_latents(size, self.nesting, self.prototype, a, k)
+            with explain_batched_failure("predict", "parallel=False"):
+                trace = poutine.trace(poutine.replay(self.model, trace=latents)).get_trace(*a, **k)
+        return prune_subsample_sites(trace), latents
+
+    def run_one(self) -> tuple[Trace, Trace]:
+        """One draw, unbatched (no plate of draws): for models that cannot broadcast."""
+        with torch.no_grad(), poutine.block():
+            latents = self.draw_latents(1, self.nesting, self.prototype, self.args, self.kwargs)
+            trace = poutine.trace(poutine.replay(self.model, trace=latents)).get_trace(
+                *self.args, **self.kwargs
+            )
+        return prune_subsample_sites(trace), latents
+
+
+def chunk_sizes(total: int, size: int) -> list[int]:
+    """``total`` draws in chunks of ``size``, the last one smaller."""
+    return [min(size, total - start) for start in range(0, total, size)]
+
+
+class _Largest(TorchFunctionMode):
+    """Records the largest tensor a pass of PyTorch functions returns (broadcast views not counted)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.largest = 0
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        result = func(*args, **(kwargs or {}))
+        for value in result if isinstance(result, tuple | list) else (result,):
+            if isinstance(value, torch.Tensor) and 0 not in value.stride():
+                self.largest = max(self.largest, value.numel() * value.element_size())
+        return result
+
+
+def largest_tensor_bytes(fn: Callable[[], Any]) -> tuple[Any, int]:
+    """``fn()``, and the bytes of the largest tensor made on the way: one draw's widest layer."""
+    with _Largest() as mode:
+        result = fn()
+    return result, mode.largest
+
+
+def _last_level_cache_bytes() -> int | None:
+    """The size of the CPU's largest cache (Linux's sysfs), or None where it is not told."""
+    root = Path("/sys/devices/system/cpu/cpu0/cache")
+    sizes = []
+    for index in root.glob("index*"):
+        try:
+            text = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        unit = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:].upper(), 1)
+        digits = text.rstrip("KMGkmg")
+        if digits.isdigit():
+            sizes.append(int(digits) * unit)
+    return max(sizes) if sizes else None
+
+
+def auto_chunk_size(device: torch.device | None, per_draw_bytes: int, num_samples: int) -> int:
+    """Draws per chunk: on a CPU, as many as keep a chunk's widest layer within a quarter of the
+    last-level cache (``PYRO_DROPOUT_CACHE_MB`` overrides the cache's size), so each layer's output
+    is still in cache when the next reads it; elsewhere ``MAX_AUTO_CHUNK``."""
+    if device is not None and device.type != "cpu":
+        return min(MAX_AUTO_CHUNK, num_samples)
+    told = os.environ.get("PYRO_DROPOUT_CACHE_MB")
+    cache = float(told) * 2**20 if told else _last_level_cache_bytes() or 8 * 2**20
+    fit = int(cache / 4 // max(per_draw_bytes, 1))
+    return max(1, min(fit, MAX_AUTO_CHUNK, num_samples))

@@ -1,0 +1,61 @@
+"""The sizes of prediction chunks: from the cache on a CPU, from the widest layer of one draw."""
+
+import pytest
+import torch
+
+from pyro_dropout import DropoutGuide, predict
+from pyro_dropout.infer.chunks import MAX_AUTO_CHUNK, auto_chunk_size, chunk_sizes, largest_tensor_bytes
+from pyro_dropout.nn import MLP
+
+
+def test_chunk_sizes_cover_the_draws():
+    assert chunk_sizes(10, 4) == [4, 4, 2]
+    assert chunk_sizes(3, 5) == [3]
+
+
+def test_the_widest_tensor_of_a_pass_is_measured():
+    x = torch.randn(100, 13)
+    w = torch.randn(50, 13)
+    out, largest = largest_tensor_bytes(lambda: torch.relu(x @ w.T).sum(-1))
+    assert out.shape == (100,)
+    assert largest == 100 * 50 * 4  # the hidden layer, not the inputs or the sums
+
+
+def test_broadcast_views_are_not_counted():
+    x = torch.randn(10)
+    _, largest = largest_tensor_bytes(lambda: x.expand(1000, 10))
+    assert largest == 0
+
+
+def test_auto_chunk_keeps_a_chunk_within_a_quarter_of_the_cache(monkeypatch):
+    monkeypatch.setenv("PYRO_DROPOUT_CACHE_MB", "8")
+    cpu = torch.device("cpu")
+    assert auto_chunk_size(cpu, 2 * 2**20, 1000) == 1  # 2 MB a draw: 2 MB of an 8 MB cache
+    assert auto_chunk_size(cpu, 2**16, 1000) == 32  # 64 KB a draw
+    assert auto_chunk_size(cpu, 100 * 2**20, 1000) == 1  # wider than the cache: one draw
+    assert auto_chunk_size(cpu, 16, 1000) == MAX_AUTO_CHUNK
+    assert auto_chunk_size(cpu, 16, 7) == 7
+    assert auto_chunk_size(torch.device("meta"), 2**16, 1000) == MAX_AUTO_CHUNK  # not a CPU
+
+
+def test_predict_sizes_its_chunks_from_the_widest_layer(monkeypatch):
+    import pyro_dropout.infer.engine as engine_module
+
+    monkeypatch.setenv("PYRO_DROPOUT_CACHE_MB", "1")
+    seen = []
+    original = engine_module.chunk_sizes
+    monkeypatch.setattr(engine_module, "chunk_sizes", lambda t, c: seen.append(c) or original(t, c))
+    model = MLP(3, hidden=(64,))
+    guide = DropoutGuide(model, dropout=0.1)
+    x = torch.randn(256, 3)
+    pred = predict(model, guide, x, num_samples=40, return_sites=["mean"])
+    assert pred["mean"].shape == (40, 256)
+    assert seen == [4]  # 256 x 64 floats = 64 KB a draw, in a quarter of 1 MB
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "big", True])
+def test_bad_chunk_sizes_are_named(bad):
+    model = MLP(3, hidden=(4,))
+    guide = DropoutGuide(model, dropout=0.1)
+    with pytest.raises(ValueError, match="chunk_size must be a positive int, 'auto' or None"):
+        predict(model, guide, torch.randn(5, 3), num_samples=4, chunk_size=bad)
