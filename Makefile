@@ -38,6 +38,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/svi_step.py
+	$(BIN)/python benchmarks/bbalpha_step.py
 	$(BIN)/python benchmarks/predictive.py
 	$(BIN)/python benchmarks/vectorised_runs.py
 	$(BIN)/python benchmarks/allocator.py

@@ -15,6 +15,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
     "script",
     [
         "svi_step",
+        "bbalpha_step",
         "conv_particles",
         "predictive",
         "vectorised_runs",
