@@ -17,7 +17,6 @@ __all__ = [
     "check_batch_dims",
     "chunk_outputs",
     "collect_site",
-    "fill",
     "plate_nesting",
     "tidy",
 ]
@@ -141,15 +140,3 @@ def chunk_outputs(
         if site["type"] == "sample" and not site_is_subsample(site):
             collect_site(name, site, name in latents.nodes, out, outputs, wanted, nesting, size)
     return outputs
-
-
-def fill(
-    out: Predictions,
-    buffers: Buffers,
-    trace: Trace,
-    latents: Trace,
-    wanted: set[str] | None,
-    nesting: int,
-    size: int,
-) -> None:
-    buffers.put(chunk_outputs(out, trace, latents, wanted, nesting, size), size)
