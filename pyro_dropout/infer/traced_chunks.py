@@ -29,7 +29,7 @@ import torch
 from .chunks import ChunkRunner
 from .collect import Outputs, chunk_outputs
 from .predictions import Predictions
-from .tracing import forked_rng, rng_state, set_rng_state_on, trace_loss
+from .tracing import TensorSlots, forked_rng, rng_state, set_rng_state_on, trace_loss
 
 __all__ = ["TracedChunk", "leaf_params", "trace_chunk"]
 
@@ -67,23 +67,19 @@ def leaf_params(*owners: Any) -> list[torch.Tensor]:
 
 def _body(
     runner: ChunkRunner, size: int, wanted: set[str] | None, keys: list, params: list[torch.Tensor]
-) -> Callable:
-    positions = [i for i, a in enumerate(runner.args) if isinstance(a, torch.Tensor)]
-    names = [k for k, v in runner.kwargs.items() if isinstance(v, torch.Tensor)]
+) -> tuple[Callable[..., tuple[torch.Tensor, ...]], tuple[torch.Tensor, ...]]:
+    """The chunk's pass as a function of tensors, and the tensors it takes: the parameters, then
+    the tensors among the runner's arguments."""
+    slots = TensorSlots(runner.args, runner.kwargs)
 
     def body(*inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        tensors = inputs[len(params) :]  # the parameters are read where the pass reads them
-        args, kwargs = list(runner.args), dict(runner.kwargs)
-        for i, t in zip(positions, tensors, strict=False):
-            args[i] = t
-        for k, t in zip(names, tensors[len(positions) :], strict=True):
-            kwargs[k] = t
-        trace, latents = runner.run(size, tuple(args), kwargs)
+        # the parameters are read where the pass reads them; the other inputs are its arguments
+        args, kwargs = slots.put(runner.args, runner.kwargs, inputs[len(params) :])
+        trace, latents = runner.run(size, args, kwargs)
         outputs = chunk_outputs(Predictions(), trace, latents, wanted, runner.nesting, size)
         return tuple(outputs[k] for k in keys)
 
-    body.inputs = (*params, *(runner.args[i] for i in positions), *(runner.kwargs[k] for k in names))  # type: ignore[attr-defined]
-    return body
+    return body, (*params, *slots.tensors(runner.args, runner.kwargs))
 
 
 def _specialise(fn: Any, inputs: tuple) -> None:
@@ -124,8 +120,7 @@ def trace_chunk(
     """The traced chunk and the draws of its first (checked) call, which move the random state on
     as one eager chunk would; None (the state untouched) where the model must run eagerly. The
     trace with its shape arithmetic folded is tried first, then the plain one."""
-    body = _body(runner, size, wanted, keys, params)
-    inputs = body.inputs  # type: ignore[attr-defined]
+    body, inputs = _body(runner, size, wanted, keys, params)
     if not inputs:
         return None
     for specialise in (True, False):

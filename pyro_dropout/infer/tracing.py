@@ -10,7 +10,15 @@ from typing import Any
 import torch
 from pyro.util import get_rng_state, set_rng_state
 
-__all__ = ["TracedLoss", "forked_rng", "rng_state", "set_rng_state_on", "static_key", "trace_loss"]
+__all__ = [
+    "TensorSlots",
+    "TracedLoss",
+    "forked_rng",
+    "rng_state",
+    "set_rng_state_on",
+    "static_key",
+    "trace_loss",
+]
 
 
 def forked_rng(device: torch.device) -> Any:
@@ -39,6 +47,27 @@ def static_key(value: Any) -> Hashable:
         return value
     except TypeError:
         return ("id", id(value))
+
+
+class TensorSlots:
+    """Where the tensors sit among a call's arguments: a trace takes them as its inputs, and each
+    call of the trace puts its input tensors back in the same places."""
+
+    def __init__(self, args: tuple, kwargs: dict) -> None:
+        self.positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+        self.names = [k for k, v in kwargs.items() if isinstance(v, torch.Tensor)]
+
+    def tensors(self, args: tuple, kwargs: dict) -> tuple[torch.Tensor, ...]:
+        return (*(args[i] for i in self.positions), *(kwargs[k] for k in self.names))
+
+    def put(self, args: tuple, kwargs: dict, tensors: tuple[torch.Tensor, ...]) -> tuple[tuple, dict]:
+        """``args`` and ``kwargs`` with ``tensors`` in the tensors' places."""
+        call_args, call_kwargs = list(args), dict(kwargs)
+        for i, t in zip(self.positions, tensors, strict=False):
+            call_args[i] = t
+        for k, t in zip(self.names, tensors[len(self.positions) :], strict=True):
+            call_kwargs[k] = t
+        return tuple(call_args), call_kwargs
 
 
 def trace_loss(fn: Callable[..., torch.Tensor], inputs: tuple) -> Callable[..., torch.Tensor]:
@@ -79,9 +108,7 @@ class TracedLoss:
         self.traces: dict[Hashable, Callable[..., torch.Tensor]] = {}
 
     def __call__(self, params: list[torch.Tensor], args: tuple, kwargs: dict) -> torch.Tensor:
-        positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
-        keys = [k for k, v in kwargs.items() if isinstance(v, torch.Tensor)]
-        tensors = [args[i] for i in positions] + [kwargs[k] for k in keys]
+        slots = TensorSlots(args, kwargs)
         key = (
             len(params),
             tuple(static_key(a) for a in args),
@@ -89,22 +116,17 @@ class TracedLoss:
         )
         traced = self.traces.get(key)
         if traced is None:
-            traced = self.traces[key] = self._trace(params, args, kwargs, positions, keys)
-        return traced(*params, *tensors)
+            traced = self.traces[key] = self._trace(params, args, kwargs, slots)
+        return traced(*params, *slots.tensors(args, kwargs))
 
     def _trace(
-        self, params: list[torch.Tensor], args: tuple, kwargs: dict, positions: list[int], keys: list[str]
+        self, params: list[torch.Tensor], args: tuple, kwargs: dict, slots: TensorSlots
     ) -> Callable[..., torch.Tensor]:
         def loss_of(*inputs: torch.Tensor) -> torch.Tensor:
-            call_args, call_kwargs = list(args), dict(kwargs)
-            tensors = inputs[len(params) :]
-            for i, t in zip(positions, tensors, strict=False):
-                call_args[i] = t
-            for k, t in zip(keys, tensors[len(positions) :], strict=True):
-                call_kwargs[k] = t
+            call_args, call_kwargs = slots.put(args, kwargs, inputs[len(params) :])
             return self.loss(*call_args, **call_kwargs)
 
-        inputs = (*params, *(args[i] for i in positions), *(kwargs[k] for k in keys))
+        inputs = (*params, *slots.tensors(args, kwargs))
         with warnings.catch_warnings(), forked_rng(params[0].device):
             warnings.simplefilter("ignore")  # tracer warnings about Python values frozen into the graph
             return trace_loss(loss_of, inputs)
