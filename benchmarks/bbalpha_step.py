@@ -23,7 +23,6 @@ particle is the same network, so the BB-alpha energy equals the ELBO's loss.
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from pathlib import Path
@@ -32,7 +31,7 @@ import pyro
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import interleaved_best, machine, pick_device, work_clock, write
+from common import interleaved_best, machine, runs_benchmark_setup, work_clock, write
 
 from pyro_dropout import BBAlpha, DropoutELBO, DropoutGuide
 from pyro_dropout.infer import CompiledSVI
@@ -112,18 +111,11 @@ def check(runs: int, device: torch.device, x: torch.Tensor, y: torch.Tensor) -> 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--runs", type=int, default=48)
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
-    device = pick_device(args.device)
-    runs = 8 if args.quick else args.runs
-    g = torch.Generator().manual_seed(1)
-    x = torch.randn(runs, B, D, generator=g).to(device)
-    y = torch.randn(runs, B, generator=g).to(device)
+    args, device, runs, (x, y) = runs_benchmark_setup(
+        __doc__, "bbalpha_step", B, D, default_runs=48, quick_runs=8
+    )
     clock, clock_name = work_clock(device)
-    print(f"bbalpha_step benchmark on {device}: R = {runs}, K = {K}, batch {B} ({clock_name})")
+    print(f"  K = {K}, batch {B}, {clock_name}")
     svis = {
         "library": library(runs, device, BBAlpha(ALPHA, num_particles=K, per_example_masks=True)),
         "library_per_draw": library(runs, device, BBAlpha(ALPHA, num_particles=K, per_example_masks=False)),

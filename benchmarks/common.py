@@ -112,11 +112,11 @@ def pick_device(arg: str) -> torch.device:
 
 
 def runs_benchmark_setup(
-    doc: str | None, name: str, batch: int, features: int, default_runs: int = 240
+    doc: str | None, name: str, batch: int, features: int, default_runs: int = 240, quick_runs: int = 24
 ) -> tuple[argparse.Namespace, torch.device, int, tuple[torch.Tensor, torch.Tensor]]:
     """Command line (``--device``, ``--runs``, ``--quick``) and random data of the many-runs benchmarks.
 
-    Returns the arguments, the device, the number of runs (24 with ``--quick``) and one
+    Returns the arguments, the device, the number of runs (``quick_runs`` with ``--quick``) and one
     minibatch ``x [R, batch, features]``, ``y [R, batch]`` per run.
     """
     parser = argparse.ArgumentParser(description=doc)
@@ -125,7 +125,7 @@ def runs_benchmark_setup(
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     device = pick_device(args.device)
-    runs = 24 if args.quick else args.runs
+    runs = quick_runs if args.quick else args.runs
     print(f"{name} benchmark on {device}: R = {runs}")
     g = torch.Generator().manual_seed(1)
     x = torch.randn(runs, batch, features, generator=g).to(device)
