@@ -89,11 +89,13 @@ def draw_chunks(
     wanted: set[str] | None,
     meta: Predictions,
     params: list[torch.Tensor] | None,
+    owner: Any = None,
 ) -> Iterator[tuple[int, Outputs]]:
     """``(size, draws)`` of each chunk, vectorised over its draws (``parallel=False``: one draw at a
     time, no plate of draws, for models that cannot broadcast); after the first chunk, the later
     ones of its size replay its trace where that is safe (:mod:`.traced_chunks`), with the
-    ``params`` as its inputs (None: no trace)."""
+    ``params`` as its inputs (None: no trace), a trace kept with ``owner`` (the guide) from an
+    earlier call checked and used first."""
     sizes = chunk_sizes(num_samples, chunk) if parallel else [1] * num_samples
     traced: TracedChunk | None = None
     keys: list[tuple[str, str]] = []
@@ -102,7 +104,7 @@ def draw_chunks(
             yield size, traced()
             continue
         if i == 1 and params is not None and parallel and sizes.count(size) >= MIN_TRACED_CHUNKS:
-            made = trace_chunk(runner, size, wanted, keys, _device_of_inputs(runner), params)
+            made = trace_chunk(runner, size, wanted, keys, _device_of_inputs(runner), params, owner)
             if made is not None:
                 traced, drawn = made
                 yield size, drawn

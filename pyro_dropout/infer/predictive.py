@@ -131,7 +131,7 @@ def _guide_chunks(
     device = device_of(model, guide)
     runner, chunk = prepare(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device)
     params = leaf_params(model, guide) if jit else None
-    return draw_chunks(runner, num_samples, chunk, parallel, wanted, meta, params)
+    return draw_chunks(runner, num_samples, chunk, parallel, wanted, meta, params, owner=guide)
 
 
 def _guide_draws(guide: Callable) -> tuple[Callable, Callable]:

@@ -15,12 +15,18 @@ The trace is only used where it is safe:
 
 Random draws are ops of the trace, made afresh on every call, in the order of the eager pass: from
 the same seed the draws are those of the eager path.
+
+A trace is kept with the guide it was made for (at most :data:`MAX_KEPT_TRACES` per guide, freed
+with it) and used again by a later call with the same model, chunk size, sites, input shapes and
+parameter tensors. Each call checks it as a new trace is checked, against the eager pass from the
+same random state, and traces afresh where they differ (a model whose Python settings changed).
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import pyro
@@ -29,9 +35,12 @@ import torch
 from .chunks import ChunkRunner
 from .collect import Outputs, chunk_outputs
 from .predictions import Predictions
-from .tracing import TensorSlots, forked_rng, rng_state, set_rng_state_on, trace_loss
+from .tracing import TensorSlots, forked_rng, rng_state, set_rng_state_on, static_key, trace_loss
 
-__all__ = ["TracedChunk", "leaf_params", "trace_chunk"]
+__all__ = ["MAX_KEPT_TRACES", "TracedChunk", "leaf_params", "trace_chunk"]
+
+MAX_KEPT_TRACES = 4  # traces kept per guide (each holds its graph: a few MB), the oldest dropped first
+_KEPT: weakref.WeakKeyDictionary[Any, dict[Hashable, Any]] = weakref.WeakKeyDictionary()
 
 # a tensor's value read into Python (``float(t)``, ``t.item()``); the tracer also warns of the
 # shape comparisons it records as Python booleans, which are safe: a trace is reused for one shape
@@ -116,25 +125,69 @@ def trace_chunk(
     keys: list,
     device: torch.device,
     params: list[torch.Tensor],
+    owner: Any = None,
 ) -> tuple[TracedChunk, Outputs] | None:
     """The traced chunk and the draws of its first (checked) call, which move the random state on
-    as one eager chunk would; None (the state untouched) where the model must run eagerly. The
-    trace with its shape arithmetic folded is tried first, then the plain one."""
+    as one eager chunk would; None (the state untouched) where the model must run eagerly. A trace
+    kept with ``owner`` (the guide) for the same call is checked and used first; otherwise the trace
+    with its shape arithmetic folded is tried, then the plain one."""
     body, inputs = _body(runner, size, wanted, keys, params)
     if not inputs:
         return None
+    kept, key = _kept_for(owner), _key(runner, size, wanted, keys, params)
+    if kept is not None and key in kept:
+        fn = kept.pop(key)
+        drawn = _check(body, fn, inputs, keys, device)
+        if drawn is not None:
+            kept[key] = fn  # the most recently used last
+            return TracedChunk(fn, keys, inputs, size), drawn
     for specialise in (True, False):
-        made = _attempt(body, inputs, keys, device, specialise)
-        if made is not None:
-            fn, drawn = made
+        fn = _trace(body, inputs, device, specialise)
+        drawn = None if fn is None else _check(body, fn, inputs, keys, device)
+        if drawn is not None:
+            _keep(kept, key, fn)
             return TracedChunk(fn, keys, inputs, size), drawn
     return None
 
 
-def _attempt(
-    body: Callable, inputs: tuple, keys: list, device: torch.device, specialise: bool
-) -> tuple[Any, Outputs] | None:
-    state = rng_state(device)
+def _kept_for(owner: Any) -> dict[Hashable, Any] | None:
+    """The traces kept with ``owner``; None where it cannot hold them (None, or no weak reference)."""
+    if owner is None:
+        return None
+    try:
+        return _KEPT.setdefault(owner, {})
+    except TypeError:
+        return None
+
+
+def _key(runner: ChunkRunner, size: int, wanted: set[str] | None, keys: list, params: list) -> Hashable:
+    """What a kept trace must share with a call: the model, the chunk, the sites, the arguments'
+    shapes (and other values) and the very parameter tensors."""
+    return (
+        id(runner.model),
+        size,
+        None if wanted is None else frozenset(wanted),
+        tuple(keys),
+        tuple(static_key(a) for a in runner.args),
+        tuple(sorted((k, static_key(v)) for k, v in runner.kwargs.items())),
+        tuple((id(p), static_key(p)) for p in params),
+    )
+
+
+def _keep(kept: dict[Hashable, Any] | None, key: Hashable, fn: Any) -> None:
+    if kept is None:
+        return
+    kept[key] = fn
+    while len(kept) > MAX_KEPT_TRACES:
+        del kept[next(iter(kept))]
+
+
+_UNTRACEABLE = (RuntimeError, TypeError, ValueError, AttributeError, IndexError, NotImplementedError)
+
+
+def _trace(body: Callable, inputs: tuple, device: torch.device, specialise: bool) -> Any:
+    """The trace of ``body``, made on a forked random state; None where the pass reads a tensor's
+    value into Python or the tracer cannot record it."""
     try:
         with (
             warnings.catch_warnings(record=True) as caught,
@@ -146,16 +199,25 @@ def _attempt(
             if specialise:  # after one call, which gives the graph the types the passes read
                 _call(fn, inputs)
                 _specialise(fn, inputs)
-        if any(any(m in str(w.message) for m in _VALUE_DEPENDENT) for w in caught):
-            return None
+    except _UNTRACEABLE:
+        return None  # what the tracer cannot record runs eagerly, as before
+    if any(any(m in str(w.message) for m in _VALUE_DEPENDENT) for w in caught):
+        return None
+    return fn
+
+
+def _check(body: Callable, fn: Any, inputs: tuple, keys: list, device: torch.device) -> Outputs | None:
+    """The draws of ``fn`` where they equal the eager pass's from the same random state (the state
+    then moved on as one chunk moves it); None, the state untouched, where they do not."""
+    state = rng_state(device)
+    try:
         with pyro.validation_enabled(False):
             expected = body(*inputs)
         set_rng_state_on(state, device)
         got = _call(fn, inputs)
-    except (RuntimeError, TypeError, ValueError, AttributeError, IndexError, NotImplementedError):
-        set_rng_state_on(state, device)
-        return None  # what the tracer cannot record runs eagerly, as before
-    if not _same(expected, got):
+    except _UNTRACEABLE:
+        got = None
+    if got is None or not _same(expected, got):
         set_rng_state_on(state, device)
         return None
-    return fn, dict(zip(keys, got, strict=True))
+    return dict(zip(keys, got, strict=True))

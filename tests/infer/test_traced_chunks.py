@@ -1,12 +1,16 @@
 """Prediction chunks replayed from a trace: the same draws as the eager pass, and the eager pass
 wherever a trace would be unsafe."""
 
+import gc
+import weakref
+
 import pyro
 import pyro.distributions as dist
 import pytest
 import torch
 
 import pyro_dropout.infer.engine as engine_module
+import pyro_dropout.infer.traced_chunks as traced_chunks
 from pyro_dropout import DropoutGuide, predict
 from pyro_dropout.infer import predict_chunks
 from pyro_dropout.infer.traced_chunks import TracedChunk
@@ -118,3 +122,65 @@ def test_a_model_that_reads_a_draw_into_python_runs_eagerly(traces_made):
     traced, eager, *_ = _both(thresholded, guide, x, y, num_samples=CHUNKS, chunk_size=1)
     assert traces_made == [None]  # the tracer saw the value read: no trace, nothing drawn
     _assert_same(traced, eager)
+
+
+@pytest.fixture
+def traced_anew(monkeypatch):
+    """Each trace made (not taken from those kept with the guide)."""
+    made = []
+    original = traced_chunks._trace
+
+    def spy(*args):
+        made.append(original(*args))
+        return made[-1]
+
+    monkeypatch.setattr(traced_chunks, "_trace", spy)
+    return made
+
+
+def test_a_later_call_checks_and_uses_the_kept_trace(traces_made, traced_anew):
+    model, guide, x, y = _mlp()
+    predict(model, guide, x, y, num_samples=CHUNKS, chunk_size=1)
+    traced, eager, after_traced, after_eager = _both(model, guide, x, y, num_samples=CHUNKS, chunk_size=1)
+    assert len(traced_anew) == 1 and all(isinstance(t, TracedChunk) for t in traces_made)
+    _assert_same(traced, eager)
+    assert torch.equal(after_traced, after_eager)
+
+
+class _Shifted:
+    """A model with a Python setting that a trace freezes."""
+
+    def __init__(self) -> None:
+        self.shift = 0.0
+
+    def __call__(self, x, y=None):
+        w1 = pyro.sample("w1", dist.Normal(0.0, 1.0).expand([6, 2]).to_event(2))
+        b1 = pyro.sample("b1", dist.Normal(0.0, 1.0).expand([6]).to_event(1))
+        w2 = pyro.sample("w2", dist.Normal(0.0, 1.0).expand([1, 6]).to_event(2))
+        mu = linear(torch.relu(linear(x, w1, b1)), w2).squeeze(-1) + self.shift
+        with pyro.plate("data", x.shape[-2]):
+            return pyro.sample("obs", dist.Normal(mu, 0.5), obs=y)
+
+
+def test_a_kept_trace_that_no_longer_matches_is_made_again(traced_anew):
+    x, y = data(dtype=torch.float32)
+    pyro.clear_param_store()
+    model = _Shifted()
+    guide = DropoutGuide(model, dropout=0.3)
+    guide(x, y)
+    predict(model, guide, x, y, num_samples=CHUNKS, chunk_size=1)
+    model.shift = 1.0  # the kept trace still adds 0
+    traced, eager, *_ = _both(model, guide, x, y, num_samples=CHUNKS, chunk_size=1)
+    assert len(traced_anew) == 2 and all(t is not None for t in traced_anew)
+    _assert_same(traced, eager)
+
+
+def test_kept_traces_are_few_and_go_with_their_guide(traced_anew):
+    model, guide, x, y = _mlp()
+    for n in range(2, 4 + traced_chunks.MAX_KEPT_TRACES):
+        predict(model, guide, x[:n], y[:n], num_samples=CHUNKS, chunk_size=1)
+    assert len(traced_chunks._KEPT[guide]) == traced_chunks.MAX_KEPT_TRACES
+    gone = weakref.ref(guide)
+    del guide
+    gc.collect()
+    assert gone() is None
