@@ -6,12 +6,15 @@ Run: python benchmarks/predictive.py [--device auto|cpu|cuda] [--quick]
    network's products (2 T N (13·50 + 50·1)) and as a fraction of the machine's square GEMM
    rate (a 2048² product), measured in one run, interleaved:
 
-   * ``predict`` with its default chunks (sized from the cache, replayed from a trace), with
-     100-draw chunks (the old default), and with ``jit=False``;
+   * ``predict`` with its default chunks (sized from the cache, replayed from a trace that is
+     kept with the guide for later calls), with 100-draw chunks (the old default), and with
+     ``jit=False``; and, apart, the first call on a new guide, which makes the trace;
    * peers (``predictive_peers.py``): a raw PyTorch loop, one draw at a time; bayesian-torch's
      layers, one forward pass per draw (skipped where it is not installed);
    * the batched matrix products of the same FLOPs, ``x @ W1[t].T`` and ``h @ W2[t].T`` for all
-     t at once (the former baseline: its outputs fall out of cache, so it is no limit).
+     t at once (the former baseline: its outputs fall out of cache, so it is no limit), timed
+     after the others rather than among them, as its 2 GB of outputs would page memory in and
+     out around them.
 2. Memory: the peak working memory of ``predict`` as T grows, chunked (chunk_size=100) and
    unchunked; each configuration runs in a fresh process (peak RSS on CPU, peak allocated
    on CUDA), minus the memory before the call and the returned draws.
@@ -24,12 +27,14 @@ import json
 import resource
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pyro
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import interleaved_best, machine, pick_device, write
+from common import best_time, interleaved_best, machine, pick_device, sync, write
 from predictive_peers import bayesian_torch_loop, raw_loop, square_gemm
 
 from pyro_dropout import DropoutGuide, predict
@@ -37,6 +42,8 @@ from pyro_dropout.nn import MLP
 
 
 def uci_model(device: torch.device, n: int) -> tuple[MLP, DropoutGuide, torch.Tensor]:
+    """A new model and guide (the parameter store cleared for them), and N inputs."""
+    pyro.clear_param_store()
     torch.manual_seed(0)
     x = torch.randn(n, 13, device=device)
     model = MLP(13, hidden=(50,), tau=1.0).to(device)
@@ -50,7 +57,22 @@ def equal_flop_matmul(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor) -> to
     return torch.matmul(h, w2.transpose(-1, -2))  # [T, N, 1]
 
 
+def first_call(device: torch.device, t: int, n: int, repeats: int = 3) -> float:
+    """Seconds of ``predict``'s first call on a new model and guide (the trace made, none kept
+    from before): the fastest of ``repeats``, each on its own new pair."""
+    times = []
+    for _ in range(repeats):
+        model, guide, x = uci_model(device, n)
+        sync(device)
+        start = time.perf_counter()
+        predict(model, guide, x, num_samples=t, return_sites=["mean"])
+        sync(device)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
 def speed(device: torch.device, t: int, n: int, blocks: int) -> dict:
+    first = first_call(device, t, n)  # before the model timed below, which owns the parameters then
     model, guide, x = uci_model(device, n)
     w1, w2 = torch.randn(t, 50, 13, device=device), torch.randn(t, 1, 50, device=device)
     gemm, gemm_flops = square_gemm(device)
@@ -62,13 +84,15 @@ def speed(device: torch.device, t: int, n: int, blocks: int) -> dict:
         "predict_eager": lambda: predict(model, guide, x, num_samples=t, return_sites=["mean"], jit=False),
         "raw_loop": raw_loop(x, t),
         "bayesian_torch_loop": bayesian_torch_loop(x, t),
-        "equal_flop_batched_matmul": lambda: equal_flop_matmul(x, w1, w2),
         "square_gemm": gemm,
     }
     missing = [k for k, v in runners.items() if v is None]
     seconds = interleaved_best(
         {k: v for k, v in runners.items() if v is not None}, device, 1, blocks, warmup=1
     )
+    seconds["predict_first_call"] = first
+    # timed apart, after the others: its 2 GB products would evict and page in memory around them
+    seconds["equal_flop_batched_matmul"] = best_time(lambda: equal_flop_matmul(x, w1, w2), device, 3)
     pred = predict(model, guide, x, num_samples=t, return_sites=["mean"])
     assert pred["mean"].shape == (t, n) and torch.isfinite(pred["mean"]).all()
     flops = 2 * t * n * (13 * 50 + 50 * 1)
@@ -159,7 +183,7 @@ def main() -> None:
     # memory first, in fresh child processes, while this process is still small
     ts = [50, 200, 800] if args.quick else [250, 1000, 4000, 16000]
     mem = memory(device, ts, n, unchunked_max=ts[-2] // 2)
-    result = speed(device, t, n, blocks=2 if args.quick else 5)
+    result = speed(device, t, n, blocks=2 if args.quick else 7)
     print(f"  speed   T={t} N={n}: square GEMM {result['square_gemm_gflop_per_s']:.1f} GFLOP/s")
     for name, r in result["rows"].items():
         print(
