@@ -2,6 +2,8 @@ r"""Bernoulli dropout: the variational family of MC dropout (Gal & Ghahramani, 2
 
 from __future__ import annotations
 
+import sys
+
 import torch
 
 from .masked_weight import MaskedWeight
@@ -25,6 +27,20 @@ def _(threshold: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return torch.empty(like.shape, dtype=torch.bool, device=like.device)
 
 
+# a traced call of the op above calls back into Python (about 80 us): masks up to this many
+# entries are traced as plain ops instead, which draw the same bits at a few more passes
+TRACED_INLINE_MAX = 1 << 16
+
+
+def _keep_inline(threshold: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """The op's draws from ops the tracer records: each word's two 32-bit halves, sign-extended,
+    low half first, as ``view(torch.int32)`` orders them on a little-endian machine."""
+    n = like.numel()
+    words = torch.empty((n + 1) // 2, dtype=torch.int64, device=like.device).random_(_WORD_MIN, None)
+    halves = torch.stack(((words << 32) >> 32, words >> 32), dim=-1).reshape(-1)[:n]
+    return halves.view(like.shape) <= threshold.to(torch.int64)
+
+
 def bernoulli_keep(shape: torch.Size, keep_prob: torch.Tensor | float, device: torch.device) -> torch.Tensor:
     r"""Boolean draws of :math:`\mathrm{Bernoulli}(\text{keep\_prob})` of ``shape``.
 
@@ -45,6 +61,8 @@ def bernoulli_keep(shape: torch.Size, keep_prob: torch.Tensor | float, device: t
     # P(bits <= t) = (t + 2^31 + 1) / 2^32 = round(keep_prob * 2^32) / 2^32 for uniform int32 bits
     threshold = (torch.round(keep * 2.0**32) - (2**31 + 1)).clamp(-(2**31), 2**31 - 1).to(torch.int32)
     like = torch.empty((), device=device).expand(shape)  # the shape, no memory
+    if torch.jit.is_tracing() and like.numel() <= TRACED_INLINE_MAX and sys.byteorder == "little":
+        return _keep_inline(threshold, like)
     return _keep_op(threshold, like)
 
 

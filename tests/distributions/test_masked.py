@@ -154,3 +154,19 @@ def test_bernoulli_masks_are_seeded_and_trace_under_jit():
     # each run keeps with its own rate and scales the kept columns by 1 / (1 - p)
     assert torch.allclose(a[:, 0][a[:, 0] != 0], torch.tensor(1 / 0.8))
     assert torch.allclose(a[:, 1][a[:, 1] != 0], torch.tensor(1 / 0.4))
+
+
+@pytest.mark.parametrize("shape", [(4, 1, 1, 13), (3, 50), (1,)])
+def test_a_traced_small_mask_draws_the_bits_of_the_eager_one(shape):
+    keep = torch.tensor(0.8, dtype=torch.float64)
+
+    def draw(k):
+        return bernoulli_keep(torch.Size(shape), k, torch.device("cpu"))
+
+    traced = torch.jit.trace(draw, (keep,), check_trace=False)
+    assert "bernoulli_keep" not in str(traced.graph)  # recorded as plain ops
+    for seed in range(3):
+        torch.manual_seed(seed)
+        eager = draw(keep)
+        torch.manual_seed(seed)
+        assert torch.equal(traced(keep), eager)
