@@ -163,7 +163,9 @@ def test_a_traced_small_mask_draws_the_bits_of_the_eager_one(shape):
     def draw(k):
         return bernoulli_keep(torch.Size(shape), k, torch.device("cpu"))
 
-    traced = torch.jit.trace(draw, (keep,), check_trace=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", torch.jit.TracerWarning)  # no Python value frozen in
+        traced = torch.jit.trace(draw, (keep,), check_trace=False)
     assert "bernoulli_keep" not in str(traced.graph)  # recorded as plain ops
     for seed in range(3):
         torch.manual_seed(seed)
