@@ -61,9 +61,12 @@ def bernoulli_keep(shape: torch.Size, keep_prob: torch.Tensor | float, device: t
     # P(bits <= t) = (t + 2^31 + 1) / 2^32 = round(keep_prob * 2^32) / 2^32 for uniform int32 bits
     threshold = (torch.round(keep * 2.0**32) - (2**31 + 1)).clamp(-(2**31), 2**31 - 1).to(torch.int32)
     like = torch.empty((), device=device).expand(shape)  # the shape, no memory
-    # the size from the shape's numbers (a traced tensor's numel would be a traced value)
-    small = torch.Size(shape).numel() <= TRACED_INLINE_MAX
-    if torch.jit.is_tracing() and small and sys.byteorder == "little":
+    # only when tracing; the size from the shape's numbers (a traced numel is a traced value)
+    if (
+        torch.jit.is_tracing()
+        and sys.byteorder == "little"
+        and torch.Size(shape).numel() <= TRACED_INLINE_MAX
+    ):
         return _keep_inline(threshold, like)
     return _keep_op(threshold, like)
 

@@ -35,7 +35,7 @@ import torch
 from .chunks import ChunkRunner
 from .collect import Outputs, chunk_outputs
 from .predictions import Predictions
-from .tracing import TensorSlots, forked_rng, rng_state, set_rng_state_on, static_key, trace_loss
+from .tracing import TensorSlots, call_key, forked_rng, rng_state, set_rng_state_on, static_key, trace_loss
 
 __all__ = ["MAX_KEPT_TRACES", "TracedChunk", "leaf_params", "trace_chunk"]
 
@@ -168,8 +168,7 @@ def _key(runner: ChunkRunner, size: int, wanted: set[str] | None, keys: list, pa
         size,
         None if wanted is None else frozenset(wanted),
         tuple(keys),
-        tuple(static_key(a) for a in runner.args),
-        tuple(sorted((k, static_key(v)) for k, v in runner.kwargs.items())),
+        call_key(runner.args, runner.kwargs),
         tuple((id(p), static_key(p)) for p in params),
     )
 

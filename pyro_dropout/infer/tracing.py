@@ -13,6 +13,7 @@ from pyro.util import get_rng_state, set_rng_state
 __all__ = [
     "TensorSlots",
     "TracedLoss",
+    "call_key",
     "forked_rng",
     "rng_state",
     "set_rng_state_on",
@@ -47,6 +48,15 @@ def static_key(value: Any) -> Hashable:
         return value
     except TypeError:
         return ("id", id(value))
+
+
+def call_key(args: tuple, kwargs: dict) -> Hashable:
+    """What a trace of a call with ``args`` and ``kwargs`` depends on: the tensors' shapes, dtypes
+    and devices, and the other arguments' values."""
+    return (
+        tuple(static_key(a) for a in args),
+        tuple(sorted((k, static_key(v)) for k, v in kwargs.items())),
+    )
 
 
 class TensorSlots:
@@ -109,11 +119,7 @@ class TracedLoss:
 
     def __call__(self, params: list[torch.Tensor], args: tuple, kwargs: dict) -> torch.Tensor:
         slots = TensorSlots(args, kwargs)
-        key = (
-            len(params),
-            tuple(static_key(a) for a in args),
-            tuple(sorted((k, static_key(v)) for k, v in kwargs.items())),
-        )
+        key = (len(params), call_key(args, kwargs))
         traced = self.traces.get(key)
         if traced is None:
             traced = self.traces[key] = self._trace(params, args, kwargs, slots)
