@@ -7,8 +7,11 @@ Networks: the UCI net (13-50-1, Gaussian likelihood, batch 32 and 128) and a wid
 particle, and BBAlpha(0.5) with K = 10 particles. For each, four timings:
 
 * ``svi``: ``pyro.infer.SVI`` with ``DropoutGuide`` and the loss (eager Pyro, the default);
-* ``svi_jit``: ``pyro.infer.SVI`` with the loss's fast path (``DropoutELBO(jit=True)``,
+* ``svi_jit``: ``pyro.infer.SVI`` with the loss's traced fast path (``DropoutELBO(jit=True)``,
   ``BBAlpha(..., jit=True)``);
+* ``svi_compile``: ``pyro.infer.SVI`` with the loss compiled by ``torch.compile``
+  (``jit="compile"``); its first step, which compiles, is timed apart (``compile_s``: with
+  Inductor's on-disk cache cold, the first case also pays for starting the compiler);
 * ``compiled``: ``pyro_dropout.infer.CompiledSVI`` (the same model, guide and loss);
 * ``raw``: a hand-written PyTorch step with the same network, masks (one per input unit
   and particle, shared by the minibatch, inverted scaling), loss (likelihood scaled by
@@ -26,6 +29,7 @@ import argparse
 import itertools
 import math
 import sys
+import time
 from pathlib import Path
 
 import pyro
@@ -133,28 +137,38 @@ def case(name, sizes, classes, batch, loss_name, device, steps) -> dict:
     ).to(device)
     k, alpha = (1, None) if loss_name == "elbo" else (10, 0.5)
 
-    def make_loss(jit=False):
+    def make_loss(jit: bool | str = False):
         return DropoutELBO(jit=jit) if alpha is None else BBAlpha(alpha, num_particles=k, jit=jit)
 
     row = {"case": name, "batch": batch, "loss": loss_name, "particles": k}
     raw = RawStep(sizes, classes, k, alpha, device)
     # two groups, each interleaved with raw: eager SVI and jit=True SVI keep their parameters in
     # the global param store under the same names, so they must not be set up side by side
-    for kinds in (("compiled", "svi"), ("svi_jit",)):
+    jits = {"svi_jit": True, "svi_compile": "compile"}
+    for kinds in (("compiled", "svi"), ("svi_jit",), ("svi_compile",)):
         runners = {"raw": lambda: raw.step(x, y)}
         for kind in kinds:
-            svi, _, _ = library(kind, sizes, classes, make_loss(jit=kind == "svi_jit"), device, x, y)
+            svi, _, _ = library(kind, sizes, classes, make_loss(jit=jits.get(kind, False)), device, x, y)
             runners[kind] = lambda svi=svi: svi.step(x, y, num_data=N_DATA)
+            if kind == "svi_compile":  # the eager first step, then the step that compiles
+                runners[kind]()
+                start = time.perf_counter()
+                runners[kind]()
+                row["compile_s"] = time.perf_counter() - start
         for kind, seconds in interleaved_best(runners, device, steps, blocks=5, warmup=2).items():
             row[f"{kind}_ms"] = min(row.get(f"{kind}_ms", math.inf), 1e3 * seconds)
     row["compiled_vs_raw"] = row["compiled_ms"] / row["raw_ms"]
     row["svi_vs_raw"] = row["svi_ms"] / row["raw_ms"]
     row["svi_jit_vs_raw"] = row["svi_jit_ms"] / row["raw_ms"]
+    row["svi_compile_vs_raw"] = row["svi_compile_ms"] / row["raw_ms"]
     row["check_rel_error"] = check_compiled_matches_eager(sizes, classes, make_loss, device, x, y)
     print(
         f"  {name:>5s} batch {batch:4d} {loss_name:>7s}: raw {row['raw_ms']:7.3f} ms  compiled "
         f"{row['compiled_ms']:7.3f} ms ({row['compiled_vs_raw']:.2f}x)  SVI {row['svi_ms']:7.3f} ms "
-        f"({row['svi_vs_raw']:.2f}x)  SVI jit=True {row['svi_jit_ms']:7.3f} ms ({row['svi_jit_vs_raw']:.2f}x)"
+        f"({row['svi_vs_raw']:.2f}x)  SVI jit=True {row['svi_jit_ms']:7.3f} ms "
+        f"({row['svi_jit_vs_raw']:.2f}x)  "
+        f"SVI jit='compile' {row['svi_compile_ms']:7.3f} ms ({row['svi_compile_vs_raw']:.2f}x, "
+        f"compiled in {row['compile_s']:.1f} s)"
     )
     return row
 

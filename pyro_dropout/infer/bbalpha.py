@@ -11,6 +11,7 @@ from pyro.infer import ELBO
 from pyro.poutine.trace_struct import Trace
 
 from ..ops import log_mean_exp
+from .compiling import check_jit
 from .inputs import check_finite_inputs, check_not_empty
 from .traces import (
     PARTICLE_PLATE,
@@ -81,8 +82,8 @@ class BBAlpha(DropoutTraceMixin, ELBO):
     :param per_example_masks: draw the ``K`` masks of each data point independently of
         the other points' (each per-point term still averages ``K`` draws), instead of
         ``K`` masks shared by the minibatch (:mod:`pyro_dropout.nn.masking`).
-    :param jit: trace the loss once per input shape after an eager first step, as
-        ``DropoutELBO(jit=True)`` does.
+    :param jit: trace the loss once per input shape after an eager first step (``True``), and
+        compile it (``"compile"``), as :class:`~pyro_dropout.infer.DropoutELBO` does.
 
     References
 
@@ -98,7 +99,7 @@ class BBAlpha(DropoutTraceMixin, ELBO):
         max_plate_nesting: float = float("inf"),
         check_finite: bool = True,
         per_example_masks: bool = False,
-        jit: bool = False,
+        jit: bool | str = False,
         **kwargs: Any,
     ) -> None:
         if isinstance(alpha, bool) or not (
@@ -116,7 +117,7 @@ class BBAlpha(DropoutTraceMixin, ELBO):
         self.alpha = float(alpha)
         self.check_finite = check_finite
         self.per_example_masks = bool(per_example_masks)
-        self.jit = bool(jit)
+        self.jit = check_jit("BBAlpha", jit)
 
     def _particle_terms(self, model: Callable, guide: Callable, args: tuple, kwargs: dict) -> tuple:
         """The mean KL over particles and the per-factor log-likelihoods ``[K, ...]``."""

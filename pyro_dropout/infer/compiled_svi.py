@@ -14,8 +14,9 @@ from pyro.infer import SVI
 from pyro.infer.util import is_validation_enabled
 from pyro.optim import PyroOptim
 
+from .compiling import check_jit
 from .divergence import check_gradients, check_loss
-from .inputs import check_finite_inputs, check_not_empty
+from .inputs import check_finite_inputs, check_not_empty, checked_outside
 from .tracing import TracedLoss, rng_state, set_rng_state_on
 
 __all__ = ["CompiledSVI"]
@@ -36,7 +37,10 @@ class CompiledSVI(SVI):
     A new trace is made for every new combination of tensor shapes and non-tensor
     arguments (e.g. a smaller last minibatch). Requirements, as for any traced code: the
     model and guide have a static structure, and create all their parameters on the first
-    step. ``jit_compile=False`` keeps the single optimizer but runs the loss eagerly.
+    step. ``jit_compile=False`` keeps the single optimizer but runs the loss eagerly;
+    ``jit_compile="compile"`` also compiles each trace with :func:`torch.compile` (fused
+    kernels for the loss and its gradient, after a first compile of seconds to a minute; see
+    :mod:`pyro_dropout.infer.compiling`).
 
     PyTorch deprecates TorchScript, :func:`torch.jit.trace` included, from 2.11; in 2.13, the
     version tested here, it still works and warns on each trace (silenced here with the
@@ -60,7 +64,7 @@ class CompiledSVI(SVI):
         optim: PyroOptim,
         loss: Any,
         *,
-        jit_compile: bool = True,
+        jit_compile: bool | str = True,
         **kwargs: Any,
     ) -> None:
         if not isinstance(optim, PyroOptim) or not hasattr(optim, "pt_optim_constructor"):
@@ -74,11 +78,12 @@ class CompiledSVI(SVI):
             )
         super().__init__(model, guide, optim, loss, **kwargs)
         self.objective = loss  # SVI keeps only the bound methods of the loss
-        self.jit_compile = jit_compile
+        mode = check_jit("CompiledSVI", jit_compile)
+        self.jit_compile = bool(mode)
         self._names: list[str] = []
         self._params: list[torch.Tensor] | None = None
         self._optimizer: torch.optim.Optimizer | None = None
-        self._traced = TracedLoss(self._loss)
+        self._traced = TracedLoss(self._loss, mode or "trace")
         self._pending: dict[str, Any] | None = None  # a state to load once the parameters exist
         self.steps = 0  # steps taken by this object (the step number in a divergence error)
 
@@ -107,7 +112,7 @@ class CompiledSVI(SVI):
         self._optimizer = constructor(groups, **extra)
 
     def _loss(self, *args: Any, **kwargs: Any) -> torch.Tensor:
-        with pyro.validation_enabled(False):
+        with pyro.validation_enabled(False), checked_outside():  # step checks the inputs
             return self.objective.differentiable_loss(self.model, self.guide, *args, **kwargs)
 
     def setup(self, *args: Any, **kwargs: Any) -> None:

@@ -2,11 +2,35 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from collections.abc import Iterator
 from typing import Any
 
 import torch
 
-__all__ = ["check_finite_inputs", "check_not_empty", "has_non_finite", "named_inputs"]
+__all__ = [
+    "check_finite_inputs",
+    "check_not_empty",
+    "checked_outside",
+    "checking_inside",
+    "has_non_finite",
+    "named_inputs",
+]
+
+_CHECKED_OUTSIDE = contextvars.ContextVar("checked_outside", default=False)
+
+
+@contextlib.contextmanager
+def checked_outside() -> Iterator[None]:
+    """Inside, :func:`check_finite_inputs` does nothing: for a loss being traced or compiled,
+    whose caller checks the inputs of every call itself (a check inside would be frozen into
+    the graph, or stop the recording at its host read)."""
+    token = _CHECKED_OUTSIDE.set(True)
+    try:
+        yield
+    finally:
+        _CHECKED_OUTSIDE.reset(token)
 
 
 def has_non_finite(value: Any) -> bool:
@@ -19,8 +43,15 @@ def has_non_finite(value: Any) -> bool:
     return not bool(torch.isfinite(value).all())
 
 
+def checking_inside() -> bool:
+    """False inside :func:`checked_outside`: checks of values (inputs, observed data) are skipped."""
+    return not _CHECKED_OUTSIDE.get()
+
+
 def check_finite_inputs(args: tuple, kwargs: dict) -> None:
     """Raise ``ValueError`` naming the first model argument that holds NaN or inf."""
+    if not checking_inside():
+        return
     for what, value in named_inputs(args, kwargs):
         if has_non_finite(value):
             raise ValueError(f"{what} (shape {tuple(value.shape)}) contains NaN or inf")

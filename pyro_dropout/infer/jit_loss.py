@@ -3,7 +3,8 @@ r"""The losses' fast path: ``DropoutELBO(jit=True)`` and ``BBAlpha(alpha, jit=Tr
 
 The first step runs eagerly and learns the parameters' names. Later steps run the loss traced
 once per input shape (:class:`~pyro_dropout.infer.tracing.TracedLoss`, the parameters as the
-trace's inputs), and record each parameter with ``pyro.param`` so that ``SVI`` finds and
+trace's inputs; ``jit="compile"`` compiles the trace with :func:`torch.compile`,
+:mod:`pyro_dropout.infer.compiling`), and record each parameter with ``pyro.param`` so that ``SVI`` finds and
 steps them as usual. Random draws (masks) stay random ops in the trace: each step draws anew.
 """
 
@@ -16,22 +17,23 @@ import pyro
 import torch
 from pyro import poutine
 
-from .inputs import check_finite_inputs, check_not_empty
+from .inputs import check_finite_inputs, check_not_empty, checked_outside
 from .tracing import TracedLoss
 
 __all__ = ["JitLoss"]
 
 
 class JitLoss:
-    """``objective.differentiable_loss(model, guide, ...)``, traced once per input shape."""
+    """``objective.differentiable_loss(model, guide, ...)``, traced once per input shape
+    (``mode="compile"``: and compiled by :func:`torch.compile`)."""
 
-    def __init__(self, objective: Any, model: Callable, guide: Callable) -> None:
+    def __init__(self, objective: Any, model: Callable, guide: Callable, mode: str = "trace") -> None:
         self.objective, self.model, self.guide = objective, model, guide
         self.names: list[str] = []
-        self.traced = TracedLoss(self._loss)
+        self.traced = TracedLoss(self._loss, mode)
 
     def _loss(self, *args: Any, **kwargs: Any) -> torch.Tensor:
-        with pyro.validation_enabled(False):
+        with pyro.validation_enabled(False), checked_outside():  # __call__ checks the inputs
             return self.objective.differentiable_loss(self.model, self.guide, *args, **kwargs)
 
     def _setup(self, args: tuple, kwargs: dict) -> torch.Tensor:

@@ -20,7 +20,7 @@ from ..distributions import MaskedWeight, base_prior
 from ..nn import masking
 from .batched import explain_batched_failure
 from .divergence import check_gradients, check_loss
-from .inputs import check_finite_inputs, has_non_finite
+from .inputs import check_finite_inputs, checking_inside, has_non_finite
 from .jit_loss import JitLoss
 
 __all__ = [
@@ -115,7 +115,7 @@ def importance_trace(
         check_model_guide_match(model_trace, guide_trace, max_plate_nesting)
     guide_trace = prune_subsample_sites(guide_trace)
     model_trace = prune_subsample_sites(model_trace)
-    if check_finite:
+    if check_finite and checking_inside():
         for name, site in likelihood_sites(model_trace):
             if has_non_finite(site["value"]):
                 raise ValueError(f"observed data at site '{name}' contains NaN or inf")
@@ -215,7 +215,7 @@ class DropoutTraceMixin:
     vectorize_particles: bool
     check_finite: bool
     per_example_masks: bool = False
-    jit: bool = False
+    jit: str = ""
     retain_graph: bool | None
 
     def differentiable_loss(
@@ -237,7 +237,7 @@ class DropoutTraceMixin:
         if self.jit:
             losses = self.__dict__.setdefault("jit_losses", {})
             if (model, guide) not in losses:
-                losses[(model, guide)] = JitLoss(self, model, guide)
+                losses[(model, guide)] = JitLoss(self, model, guide, self.jit)
             loss = losses[(model, guide)](args, kwargs)
         else:
             loss = self.differentiable_loss(model, guide, *args, **kwargs)

@@ -10,6 +10,8 @@ from typing import Any
 import torch
 from pyro.util import get_rng_state, set_rng_state
 
+from .compiling import compile_loss
+
 __all__ = [
     "TensorSlots",
     "TracedLoss",
@@ -111,10 +113,16 @@ class TracedLoss:
     """``loss(*args, **kwargs)`` traced once per key (the shapes of the tensor arguments and
     the values of the others), the parameters ``params`` as the trace's first inputs: a call
     with new parameter tensors of the same shapes reuses the trace. Tracing runs the loss once
-    on a forked random state, so the draws of training do not depend on when a trace is made."""
+    on a forked random state, so the draws of training do not depend on when a trace is made.
 
-    def __init__(self, loss: Callable[..., torch.Tensor]) -> None:
-        self.loss = loss
+    ``mode="compile"`` compiles each trace with :func:`torch.compile`
+    (:func:`~pyro_dropout.infer.compiling.compile_loss`); where that fails, a warning says
+    why and this object traces with :func:`torch.jit.trace` from then on."""
+
+    def __init__(self, loss: Callable[..., torch.Tensor], mode: str = "trace") -> None:
+        if mode not in ("trace", "compile"):
+            raise ValueError(f"TracedLoss: mode must be 'trace' or 'compile', got {mode!r}")
+        self.loss, self.mode = loss, mode
         self.traces: dict[Hashable, Callable[..., torch.Tensor]] = {}
 
     def __call__(self, params: list[torch.Tensor], args: tuple, kwargs: dict) -> torch.Tensor:
@@ -133,6 +141,13 @@ class TracedLoss:
             return self.loss(*call_args, **call_kwargs)
 
         inputs = (*params, *slots.tensors(args, kwargs))
-        with warnings.catch_warnings(), forked_rng(params[0].device):
-            warnings.simplefilter("ignore")  # tracer warnings about Python values frozen into the graph
-            return trace_loss(loss_of, inputs)
+        with forked_rng(params[0].device):
+            if self.mode == "compile":
+                compiled, why = compile_loss(loss_of, inputs)
+                if compiled is not None:
+                    return compiled
+                self.mode = "trace"
+                warnings.warn(f"jit='compile': {why}; tracing with torch.jit.trace instead", stacklevel=4)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # tracer warnings about Python values frozen into the graph
+                return trace_loss(loss_of, inputs)

@@ -1,0 +1,138 @@
+"""``jit="compile"``: the loss recorded and compiled by ``torch.compile`` trains as the eager loss
+(same draws, same updates), falls back to the trace with a warning where it cannot compile, and
+keeps the input checks."""
+
+import warnings
+
+import pyro
+import pytest
+import torch
+from pyro.infer import SVI
+
+from pyro_dropout import BBAlpha, DropoutELBO, DropoutGuide
+from pyro_dropout.infer import CompiledSVI, JitLoss
+from pyro_dropout.nn import MLP
+
+
+def _fit(loss, steps=12, model=None, svi_class=SVI):
+    pyro.set_rng_seed(0)
+    pyro.clear_param_store()
+    g = torch.Generator().manual_seed(1)
+    model = model or MLP(3, 1, hidden=(8,))
+    guide = DropoutGuide(model, dropout=0.2)
+    svi = svi_class(model, guide, pyro.optim.Adam({"lr": 1e-2}), loss)
+    losses = []
+    for _ in range(steps):
+        x = torch.randn(16, 3, generator=g)
+        losses.append(svi.step(x, x.sum(-1), num_data=100))
+    params = {k: v.detach().clone() for k, v in pyro.get_param_store().items()}
+    return losses, params
+
+
+def _loss_and_grads(loss_fn, params):
+    pyro.set_rng_seed(7)
+    value = loss_fn()
+    value.backward()
+    grads = [p.grad.clone() for p in params]
+    for p in params:
+        p.grad = None
+    return value.item(), grads
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "make, concrete",
+    [
+        (lambda: DropoutELBO(), False),
+        (lambda: BBAlpha(0.5, num_particles=3), False),
+        (lambda: DropoutELBO(num_particles=2), True),
+    ],
+    ids=["elbo", "bbalpha", "elbo-concrete"],
+)
+def test_the_compiled_loss_gives_the_eager_loss_and_gradients(make, concrete):
+    # one loss and its gradients at the same parameters and seed (the same masks), to 1e-4: the
+    # fused kernels round differently, which training amplifies (Adam's first steps are about
+    # lr * sign(gradient)), so whole trajectories are not compared
+    pyro.clear_param_store()
+    model = MLP(3, 1, hidden=(8,))
+    guide = DropoutGuide(model, concrete=True) if concrete else DropoutGuide(model, dropout=0.2)
+    x = torch.randn(16, 3, generator=torch.Generator().manual_seed(2))
+    args, kwargs = (x, x.sum(-1)), {"num_data": 100}
+    compiled = JitLoss(make(), model, guide, "compile")
+    compiled(args, kwargs)  # eager: creates the parameters
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="jit='compile'")  # no fallback to the trace
+        compiled(args, kwargs)  # records and compiles
+    assert compiled.traced.mode == "compile" and len(compiled.traced.traces) == 1
+    params = [pyro.param(name).unconstrained() for name in compiled.names]
+    eager = make()
+    eager.differentiable_loss(model, guide, *args, **kwargs)  # its first call guesses the plate nesting
+    eager_value, eager_grads = _loss_and_grads(
+        lambda: eager.differentiable_loss(model, guide, *args, **kwargs), params
+    )
+    value, grads = _loss_and_grads(lambda: compiled(args, kwargs), params)
+    assert value == pytest.approx(eager_value, rel=1e-4)
+    for name, a, b in zip(compiled.names, eager_grads, grads, strict=True):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-4 * a.abs().max().item()), name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "svi_class, compiled_class",
+    [(SVI, SVI), (CompiledSVI, lambda *a: CompiledSVI(*a, jit_compile="compile"))],
+    ids=["SVI", "CompiledSVI"],
+)
+def test_compiled_training_tracks_the_eager_one(svi_class, compiled_class):
+    loss = DropoutELBO(jit="compile") if svi_class is SVI else DropoutELBO()
+    reference, _ = _fit(DropoutELBO(), steps=150, svi_class=svi_class)
+    compiled, _ = _fit(loss, steps=150, svi_class=compiled_class)
+    # the first compiled step draws the masks the reference draws at the same parameters
+    assert compiled[:2] == pytest.approx(reference[:2], rel=1e-4)
+    # then rounding differences grow (see above): the fit reaches the same level, to 10%
+    end, reference_end = sum(compiled[-30:]) / 30, sum(reference[-30:]) / 30
+    assert end == pytest.approx(reference_end, rel=0.1)
+    assert end < 0.7 * sum(compiled[:10]) / 10  # and it did learn
+
+
+class ReadsAValue(MLP):
+    """A model whose Python reads a tensor's value: recordable by the tracer, not by make_fx."""
+
+    def forward(self, x, y=None, num_data=None):
+        if float(x.abs().max()) > 1e30:
+            raise AssertionError("unreachable")
+        return super().forward(x, y, num_data=num_data)
+
+
+def test_where_it_cannot_compile_it_warns_and_traces():
+    eager, eager_params = _fit(DropoutELBO(), model=ReadsAValue(3, 1, hidden=(8,)))
+    loss = DropoutELBO(jit="compile")
+    with pytest.warns(UserWarning, match="jit='compile': recording the loss failed"):
+        traced, params = _fit(loss, model=ReadsAValue(3, 1, hidden=(8,)))
+    assert traced == pytest.approx(eager, rel=1e-4)  # the trace runs the eager ops: the same training
+    for name in eager_params:
+        assert torch.allclose(params[name], eager_params[name], atol=1e-5), name
+    (jit,) = loss.jit_losses.values()
+    assert jit.traced.mode == "trace"
+
+
+def test_inputs_are_still_checked():
+    pyro.clear_param_store()
+    model = MLP(3, 1, hidden=(8,))
+    svi = SVI(model, DropoutGuide(model), pyro.optim.Adam({"lr": 1e-2}), DropoutELBO(jit="compile"))
+    x = torch.randn(16, 3)
+    svi.step(x, x.sum(-1), num_data=100)  # eager: finds the parameters
+    x[3, 1] = float("nan")
+    with pytest.raises(ValueError, match=r"model argument 0 \(shape \(16, 3\)\) contains NaN"):
+        svi.step(x, x.sum(-1), num_data=100)
+
+
+@pytest.mark.parametrize("make", [lambda: DropoutELBO(jit="fast"), lambda: BBAlpha(0.5, jit=2)])
+def test_an_unknown_jit_mode_is_an_error(make):
+    with pytest.raises(ValueError, match="jit must be False, True"):
+        make()
+
+
+def test_compiled_svi_rejects_an_unknown_mode():
+    model = MLP(3, 1, hidden=(8,))
+    with pytest.raises(ValueError, match="CompiledSVI: jit must be"):
+        CompiledSVI(model, DropoutGuide(model), pyro.optim.Adam({"lr": 1e-2}), DropoutELBO(), jit_compile="x")
