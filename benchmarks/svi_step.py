@@ -12,6 +12,8 @@ particle, and BBAlpha(0.5) with K = 10 particles. For each, four timings:
 * ``svi_compile``: ``pyro.infer.SVI`` with the loss compiled by ``torch.compile``
   (``jit="compile"``); its first step, which compiles, is timed apart (``compile_s``: with
   Inductor's on-disk cache cold, the first case also pays for starting the compiler);
+* ``svi_joint``: the same with ``pyro_dropout.infer.JointOptim(torch.optim.Adam, ...)`` (one
+  PyTorch optimizer for all parameters) instead of ``pyro.optim.Adam`` (one per parameter);
 * ``compiled``: ``pyro_dropout.infer.CompiledSVI`` (the same model, guide and loss);
 * ``raw``: a hand-written PyTorch step with the same network, masks (one per input unit
   and particle, shared by the minibatch, inverted scaling), loss (likelihood scaled by
@@ -41,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import interleaved_best, machine, pick_device, write
 
 from pyro_dropout import BBAlpha, DropoutELBO, DropoutGuide
-from pyro_dropout.infer import CompiledSVI, JitLoss
+from pyro_dropout.infer import CompiledSVI, JitLoss, JointOptim
 from pyro_dropout.nn import MLP
 
 P, TAU, N_DATA, LR = 0.05, 1.0, 10_000, 1e-3
@@ -108,7 +110,8 @@ def library(kind: str, sizes: list[int], classes: bool, loss, device: torch.devi
     ).to(device)
     guide = DropoutGuide(model, dropout=P)
     cls = CompiledSVI if kind == "compiled" else SVI  # svi and svi_jit differ in the loss
-    svi = cls(model, guide, pyro.optim.Adam({"lr": LR}), loss)
+    optim = JointOptim(torch.optim.Adam, {"lr": LR}) if kind == "svi_joint" else pyro.optim.Adam({"lr": LR})
+    svi = cls(model, guide, optim, loss)
     return svi, model, guide
 
 
@@ -144,8 +147,8 @@ def case(name, sizes, classes, batch, loss_name, device, steps) -> dict:
     raw = RawStep(sizes, classes, k, alpha, device)
     # two groups, each interleaved with raw: eager SVI and jit=True SVI keep their parameters in
     # the global param store under the same names, so they must not be set up side by side
-    jits = {"svi_jit": True, "svi_compile": "compile"}
-    for kinds in (("compiled", "svi"), ("svi_jit",), ("svi_compile",)):
+    jits = {"svi_jit": True, "svi_compile": "compile", "svi_joint": "compile"}
+    for kinds in (("compiled", "svi"), ("svi_jit",), ("svi_compile",), ("svi_joint",)):
         runners = {"raw": lambda: raw.step(x, y)}
         for kind in kinds:
             svi, _, _ = library(kind, sizes, classes, make_loss(jit=jits.get(kind, False)), device, x, y)
@@ -161,6 +164,7 @@ def case(name, sizes, classes, batch, loss_name, device, steps) -> dict:
     row["svi_vs_raw"] = row["svi_ms"] / row["raw_ms"]
     row["svi_jit_vs_raw"] = row["svi_jit_ms"] / row["raw_ms"]
     row["svi_compile_vs_raw"] = row["svi_compile_ms"] / row["raw_ms"]
+    row["svi_joint_vs_raw"] = row["svi_joint_ms"] / row["raw_ms"]
     row["check_rel_error"] = check_compiled_matches_eager(sizes, classes, make_loss, device, x, y)
     print(
         f"  {name:>5s} batch {batch:4d} {loss_name:>7s}: raw {row['raw_ms']:7.3f} ms  compiled "
@@ -168,7 +172,8 @@ def case(name, sizes, classes, batch, loss_name, device, steps) -> dict:
         f"({row['svi_vs_raw']:.2f}x)  SVI jit=True {row['svi_jit_ms']:7.3f} ms "
         f"({row['svi_jit_vs_raw']:.2f}x)  "
         f"SVI jit='compile' {row['svi_compile_ms']:7.3f} ms ({row['svi_compile_vs_raw']:.2f}x, "
-        f"compiled in {row['compile_s']:.1f} s)"
+        f"compiled in {row['compile_s']:.1f} s)  and with JointOptim {row['svi_joint_ms']:7.3f} ms "
+        f"({row['svi_joint_vs_raw']:.2f}x)"
     )
     return row
 

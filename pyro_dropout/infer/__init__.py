@@ -6,6 +6,7 @@ from .divergence import DivergenceError
 from .elbo import DropoutELBO, log_likelihood_sum
 from .inputs import check_finite_inputs
 from .jit_loss import JitLoss
+from .joint_optim import JointOptim
 from .predictions import Predictions
 from .predictive import predict, predict_chunks, predict_from_samples, predict_standard
 from .traces import importance_trace, latent_penalty
@@ -16,6 +17,7 @@ __all__ = [
     "DivergenceError",
     "DropoutELBO",
     "JitLoss",
+    "JointOptim",
     "Predictions",
     "check_finite_inputs",
     "importance_trace",
