@@ -23,7 +23,8 @@ _CHECKED_OUTSIDE = contextvars.ContextVar("checked_outside", default=False)
 
 @contextlib.contextmanager
 def checked_outside() -> Iterator[None]:
-    """Inside, :func:`check_finite_inputs` does nothing: for a loss being traced or compiled,
+    """Inside, the checks of values do nothing (:func:`check_finite_inputs`, and the observed
+    data's check where :func:`checking_inside` is asked): for a loss being traced or compiled,
     whose caller checks the inputs of every call itself (a check inside would be frozen into
     the graph, or stop the recording at its host read)."""
     token = _CHECKED_OUTSIDE.set(True)

@@ -3,9 +3,10 @@ r"""The losses' fast path: ``DropoutELBO(jit=True)`` and ``BBAlpha(alpha, jit=Tr
 
 The first step runs eagerly and learns the parameters' names. Later steps run the loss traced
 once per input shape (:class:`~pyro_dropout.infer.tracing.TracedLoss`, the parameters as the
-trace's inputs; ``jit="compile"`` compiles the trace with :func:`torch.compile`,
-:mod:`pyro_dropout.infer.compiling`), and record each parameter with ``pyro.param`` so that ``SVI`` finds and
-steps them as usual. Random draws (masks) stay random ops in the trace: each step draws anew.
+trace's inputs; ``jit="compile"`` compiles the trace with :func:`torch.compile`, see
+:mod:`pyro_dropout.infer.compiling`), and record each parameter with ``pyro.param`` so that
+``SVI`` finds and steps them as usual. Random draws (masks) stay random ops in the trace: each
+step draws anew.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ format (one PyTorch optimizer state per parameter name), so states move between 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 import pyro
 import torch
@@ -45,8 +45,6 @@ class JointOptim(PyroOptim):
                 f"per-parameter settings use pyro.optim; got {type(optim_args).__name__}"
             )
         super().__init__(optim_constructor, optim_args)
-        self.make: Callable[..., torch.optim.Optimizer] = optim_constructor
-        self.settings: dict = optim_args
         self.optimizer: torch.optim.Optimizer | None = None
 
     def __call__(self, params: Iterable[torch.Tensor], *args: Any, **kwargs: Any) -> None:
@@ -54,23 +52,25 @@ class JointOptim(PyroOptim):
         if not params:
             return
         if self.optimizer is None:
-            self.optimizer = self.make(params, **self.settings)
+            self.optimizer = self._new(params)
         self.optimizer.param_groups[0]["params"] = params
         for p in params:
             if p not in self.optimizer.state:
                 self._load_waiting(p)
         self.optimizer.step(*args, **kwargs)
 
-    def _single(self, param: torch.Tensor) -> torch.optim.Optimizer:
-        """A PyTorch optimizer of ``param`` alone: the format of ``pyro.optim``'s states."""
-        return self.make([param], **self.settings)
+    def _new(self, params: list[torch.Tensor]) -> torch.optim.Optimizer:
+        """A PyTorch optimizer of ``params`` (of one parameter: the format of ``pyro.optim``'s
+        states), from the constructor and the dict of arguments given."""
+        make = cast(Callable[..., torch.optim.Optimizer], self.pt_optim_constructor)
+        return make(params, **cast(dict, self.pt_optim_args))
 
     def _load_waiting(self, param: torch.Tensor) -> None:
         name = pyro.get_param_store().param_name(param)
         state = self._state_waiting_to_be_consumed.pop(name, None) if name is not None else None
         if state is None:
             return
-        single = self._single(param)
+        single = self._new([param])
         single.load_state_dict(state)  # PyTorch's own checks and casts to the parameter
         assert self.optimizer is not None
         self.optimizer.state[param] = single.state[param]
@@ -82,7 +82,7 @@ class JointOptim(PyroOptim):
         for param, state in self.optimizer.state.items() if self.optimizer else ():
             name = store.param_name(param)
             if name is not None:
-                single = self._single(param)
+                single = self._new([param])
                 single.state[param] = state
                 states[name] = single.state_dict()
         return states
