@@ -3,9 +3,12 @@ r"""A loss compiled by :func:`torch.compile`: the fast path's ``jit="compile"``.
 Pyro's effect handlers are Python that TorchDynamo cannot follow without breaking the graph
 at every site, so the loss is first recorded as a graph of ATen operations
 (:func:`torch.fx.experimental.proxy_tensor.make_fx` on the real tensors: the Python runs
-once, like :func:`torch.jit.trace`, and its Python values are frozen into the graph), and that
-graph is compiled by :func:`torch.compile` (Inductor: fused CPU or GPU kernels for the loss and,
-through AOTAutograd, for its gradient). Random draws stay random operations, so each call
+once, like :func:`torch.jit.trace`, and its Python values are frozen into the graph). The
+graph holds the loss *and* its gradient with respect to the parameters (the backward pass
+recorded as ATen operations too), and is compiled by :func:`torch.compile` as one inference
+graph: Inductor fuses the forward and backward kernels, and a step runs no autograd graph of
+its own. The loss it returns hands that gradient to ``backward()``; it cannot be
+differentiated twice. Random draws stay random operations, so each call
 draws fresh masks; they come from the same generator calls as in eager code (Inductor's
 ``fallback_random``), so a seed gives the same masks as the eager loss.
 
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -38,35 +41,75 @@ def check_jit(owner: str, jit: Any) -> str:
 
 
 def compile_loss(
-    fn: Callable[..., torch.Tensor], inputs: tuple[torch.Tensor, ...]
+    fn: Callable[..., torch.Tensor], inputs: tuple[torch.Tensor, ...], num_params: int = 0
 ) -> tuple[Callable[..., torch.Tensor] | None, str]:
     """``fn`` recorded on ``inputs`` and compiled, with a first call already made (compiling
     happens there); ``(None, reason)`` where either step fails. Run it under a forked random
-    state: recording and the first call draw masks."""
+    state: recording and the first call draw masks.
+
+    The first ``num_params`` inputs are the parameters: the loss and its gradient with respect
+    to them are recorded as one graph and compiled together, and the result is a loss whose
+    ``backward()`` hands out the gradient computed with it (no autograd graph is kept)."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
+    wanted = tuple(t.requires_grad for t in inputs[:num_params])
+    joint = _with_gradient(fn, wanted) if any(wanted) else fn
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            graph = make_fx(fn, tracing_mode="real")(*inputs)
+            graph = make_fx(joint, tracing_mode="real")(*inputs)
     except Exception as error:  # any Python the recorder cannot follow
         return None, f"recording the loss failed ({type(error).__name__}: {_first_line(error)})"
     # fallback_random: random draws by PyTorch's own generator calls, not Inductor's, so that a
     # seed draws what the eager loss draws (and a saved random state resumes training exactly)
     compiled = torch.compile(graph, dynamic=False, fullgraph=True, options={"fallback_random": True})
-    grads = [t.grad for t in inputs]  # the first call's backward compiles the gradient; undone after
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), torch.no_grad():
             warnings.simplefilter("ignore")
-            value = compiled(*inputs)
-            if value.requires_grad:
-                value.backward()
+            compiled(*inputs)
     except Exception as error:  # no compiler, an operation Inductor cannot lower, ...
         return None, f"torch.compile failed ({type(error).__name__}: {_first_line(error)})"
-    finally:
-        for t, grad in zip(inputs, grads, strict=True):
-            t.grad = grad
-    return compiled, ""
+    if not any(wanted):
+        return compiled, ""
+
+    def loss(*tensors: torch.Tensor) -> torch.Tensor:
+        return cast(torch.Tensor, _LossWithGradient.apply(compiled, wanted, *tensors))
+
+    return loss, ""
+
+
+def _with_gradient(fn: Callable[..., torch.Tensor], wanted: tuple[bool, ...]) -> Callable[..., tuple]:
+    """``fn``'s value and its gradient with respect to the first inputs whose ``wanted`` flag is
+    set (zeros for one the loss does not use), as one function to record."""
+
+    def value_and_gradient(*inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        params = [t for t, flag in zip(inputs, wanted, strict=False) if flag]
+        value = fn(*inputs)
+        grads = torch.autograd.grad(value, params, allow_unused=True)
+        return value.detach(), *(
+            torch.zeros_like(p) if g is None else g for p, g in zip(params, grads, strict=True)
+        )
+
+    return value_and_gradient
+
+
+class _LossWithGradient(torch.autograd.Function):
+    """The compiled loss's value, whose backward hands out the gradient computed with it."""
+
+    @staticmethod
+    def forward(
+        ctx: Any, compiled: Callable, wanted: tuple[bool, ...], *inputs: torch.Tensor
+    ) -> torch.Tensor:
+        value, *grads = compiled(*inputs)
+        ctx.grads, ctx.wanted, ctx.num_inputs = grads, wanted, len(inputs)
+        return value
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx: Any, upstream: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        grads = iter(ctx.grads)
+        out = [upstream * next(grads) if flag else None for flag in ctx.wanted]
+        return None, None, *out, *([None] * (ctx.num_inputs - len(ctx.wanted)))
 
 
 def _first_line(error: Exception) -> str:

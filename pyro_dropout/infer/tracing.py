@@ -127,7 +127,7 @@ class TracedLoss:
 
     def __call__(self, params: list[torch.Tensor], args: tuple, kwargs: dict) -> torch.Tensor:
         slots = TensorSlots(args, kwargs)
-        key = (len(params), call_key(args, kwargs))
+        key = (tuple(p.requires_grad for p in params), call_key(args, kwargs))
         traced = self.traces.get(key)
         if traced is None:
             traced = self.traces[key] = self._trace(params, args, kwargs, slots)
@@ -143,7 +143,7 @@ class TracedLoss:
         inputs = (*params, *slots.tensors(args, kwargs))
         with forked_rng(params[0].device):
             if self.mode == "compile":
-                compiled, why = compile_loss(loss_of, inputs)
+                compiled, why = compile_loss(loss_of, inputs, len(params))
                 if compiled is not None:
                     return compiled
                 self.mode = "trace"

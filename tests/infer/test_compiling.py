@@ -77,6 +77,34 @@ def test_the_compiled_loss_gives_the_eager_loss_and_gradients(make, concrete):
 
 
 @pytest.mark.slow
+def test_a_frozen_parameter_gets_its_own_graph():
+    # the graph holds the gradient of the parameters that required it when it was recorded: one
+    # frozen later (or unfrozen) needs another graph, not a stale gradient
+    pyro.clear_param_store()
+    model = MLP(3, 1, hidden=(8,))
+    guide = DropoutGuide(model, dropout=0.2)
+    x = torch.randn(16, 3, generator=torch.Generator().manual_seed(2))
+    args, kwargs = (x, x.sum(-1)), {"num_data": 100}
+    compiled = JitLoss(DropoutELBO(), model, guide, "compile")
+    compiled(args, kwargs)  # eager: creates the parameters
+    params = [pyro.param(name).unconstrained() for name in compiled.names]
+    eager = DropoutELBO()
+    eager.differentiable_loss(model, guide, *args, **kwargs)
+    for frozen in (params[0], None):
+        for p in params:
+            p.requires_grad_(p is not frozen)
+        live = [p for p in params if p is not frozen]
+        _, eager_grads = _loss_and_grads(
+            lambda: eager.differentiable_loss(model, guide, *args, **kwargs), live
+        )
+        _, grads = _loss_and_grads(lambda: compiled(args, kwargs), live)
+        assert frozen is None or frozen.grad is None
+        for a, b in zip(eager_grads, grads, strict=True):
+            assert torch.allclose(a, b, rtol=1e-4, atol=1e-4 * a.abs().max().item())
+    assert compiled.traced.mode == "compile" and len(compiled.traced.traces) == 2
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "svi_class, compiled_class",
     [(SVI, SVI), (CompiledSVI, lambda *a: CompiledSVI(*a, jit_compile="compile"))],
