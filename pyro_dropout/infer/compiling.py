@@ -63,19 +63,18 @@ def compile_loss(
     # fallback_random: random draws by PyTorch's own generator calls, not Inductor's, so that a
     # seed draws what the eager loss draws (and a saved random state resumes training exactly)
     compiled = torch.compile(graph, dynamic=False, fullgraph=True, options={"fallback_random": True})
-    try:
-        with warnings.catch_warnings(), torch.no_grad():
-            warnings.simplefilter("ignore")
-            compiled(*inputs)
-    except Exception as error:  # no compiler, an operation Inductor cannot lower, ...
-        return None, f"torch.compile failed ({type(error).__name__}: {_first_line(error)})"
-    if not any(wanted):
-        return compiled, ""
 
     def loss(*tensors: torch.Tensor) -> torch.Tensor:
         return cast(torch.Tensor, _LossWithGradient.apply(compiled, wanted, *tensors))
 
-    return loss, ""
+    run = loss if any(wanted) else compiled
+    try:  # the first call compiles, in the grad mode of the calls after it (a change recompiles)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run(*inputs)
+    except Exception as error:  # no compiler, an operation Inductor cannot lower, ...
+        return None, f"torch.compile failed ({type(error).__name__}: {_first_line(error)})"
+    return run, ""
 
 
 def _with_gradient(fn: Callable[..., torch.Tensor], wanted: tuple[bool, ...]) -> Callable[..., tuple]:
