@@ -40,6 +40,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/svi_step.py
 	$(BIN)/python benchmarks/bbalpha_step.py
 	$(BIN)/python benchmarks/predictive.py
+	$(BIN)/python benchmarks/skinny_product.py
 	$(BIN)/python benchmarks/vectorised_runs.py
 	$(BIN)/python benchmarks/allocator.py
 	$(BIN)/python benchmarks/per_example_masks.py

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from pyro.poutine.runtime import get_plates
 
 from .masking import input_mask_for
+from .products import batched_linear
 
 __all__ = [
     "avg_pool2d",
@@ -109,7 +110,8 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     :param bias: ``[*S, out]`` (or with plate slots), optional.
     :returns: ``[*S, ..., N, out]`` with the plate slots removed.
 
-    Batched weights run as one ``baddbmm`` over all draws, the bias fused in; unbatched
+    Batched weights run as one ``baddbmm`` over all draws, the bias fused in (for a layer with
+    few outputs, in prediction, as its transpose: :mod:`pyro_dropout.nn.products`); unbatched
     ones as ``F.linear``. Under per-example masks (:mod:`pyro_dropout.nn.masking`) the
     input rows are masked, one mask per example, and multiplied by the weight's mean.
     """
@@ -136,12 +138,9 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     batch = _batch_shape("linear", x.shape[:-2], weight.shape[:-2], *(() if b is None else (b.shape[:-1],)))
     n, d_in, d_out = x.shape[-2], x.shape[-1], weight.shape[-2]
     xs = x.expand(batch + x.shape[-2:]).reshape(-1, n, d_in)
-    ws = weight.expand(batch + weight.shape[-2:]).reshape(-1, d_out, d_in).transpose(-1, -2)
-    if b is None:
-        out = torch.bmm(xs, ws)
-    else:
-        out = torch.baddbmm(b.expand(batch + b.shape[-1:]).reshape(-1, 1, d_out), xs, ws)
-    return out.reshape(batch + (n, d_out))
+    ws = weight.expand(batch + weight.shape[-2:]).reshape(-1, d_out, d_in)
+    bs = None if b is None else b.expand(batch + b.shape[-1:]).reshape(-1, d_out)
+    return batched_linear(xs, ws, bs).reshape(batch + (n, d_out))
 
 
 def matmul(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:

@@ -18,6 +18,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
         "bbalpha_step",
         "conv_particles",
         "predictive",
+        "skinny_product",
         "vectorised_runs",
         "allocator",
         "per_example_masks",
