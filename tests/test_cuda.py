@@ -62,3 +62,17 @@ def test_evaluate_streams_on_the_gpu():
     guide(x, target)
     report = evaluate(model, guide, x, target, num_samples=20, chunk_size=7)
     assert report.num_samples == 20 and report.mean.device.type == "cuda"
+
+
+def test_auto_chunks_on_the_gpu_are_few_and_large():
+    """On a GPU the chunk is sized from a memory budget, not capped at 100 draws as on a CPU."""
+    from pyro_dropout.infer import predict_chunks
+
+    model = MLP(3, hidden=(16,), tau=1.0).cuda()
+    guide = DropoutGuide(model, dropout=0.1)
+    x = torch.randn(50, 3).cuda()
+    guide(x)
+    sizes = [
+        c["mean"].shape[0] for c in predict_chunks(model, guide, x, num_samples=300, return_sites=["mean"])
+    ]
+    assert sizes == [300]  # 50 x 16 floats a draw: far inside the budget

@@ -22,7 +22,9 @@ from .collect import DRAWS_PLATE
 __all__ = ["ChunkRunner", "DrawLatents", "auto_chunk_size", "chunk_sizes", "largest_tensor_bytes"]
 
 DrawLatents = Callable[[int, int, Trace, tuple, dict], Trace]  # (size, nesting, prototype, args, kwargs)
-MAX_AUTO_CHUNK = 100  # draws per chunk where the cache does not set it (a GPU: fewer, larger launches)
+MAX_AUTO_CHUNK = 100  # at most this many draws per chunk on a CPU, where the cache sets it
+ACCELERATOR_CHUNK_BYTES = 2**30  # on a GPU: a chunk's widest layer within 1 GiB ...
+ACCELERATOR_FREE_SHARE = 8  # ... and within an eighth of the device's free memory
 
 
 @dataclass
@@ -99,12 +101,25 @@ def _last_level_cache_bytes() -> int | None:
     return max(sizes) if sizes else None
 
 
+def _accelerator_budget(device: torch.device) -> int:
+    """Bytes a chunk's widest layer may take on ``device``: ``ACCELERATOR_CHUNK_BYTES``, or less
+    where an eighth of the free memory is less (CUDA; elsewhere free memory is not asked)."""
+    budget = ACCELERATOR_CHUNK_BYTES
+    if device.type == "cuda" and torch.cuda.is_available():
+        free, _ = torch.cuda.mem_get_info(device)
+        budget = min(budget, free // ACCELERATOR_FREE_SHARE)
+    return budget
+
+
 def auto_chunk_size(device: torch.device | None, per_draw_bytes: int, num_samples: int) -> int:
-    """Draws per chunk: on a CPU, as many as keep a chunk's widest layer within a quarter of the
+    """Draws per chunk. On a CPU, as many as keep a chunk's widest layer within a quarter of the
     last-level cache (``PYRO_DROPOUT_CACHE_MB`` overrides the cache's size), so each layer's output
-    is still in cache when the next reads it; elsewhere ``MAX_AUTO_CHUNK``."""
+    is still in cache when the next reads it, at most ``MAX_AUTO_CHUNK``. On a GPU, where each chunk
+    costs launches whatever its size, as many as keep it within a memory budget
+    (:func:`_accelerator_budget`): few, large chunks."""
     if device is not None and device.type != "cpu":
-        return min(MAX_AUTO_CHUNK, num_samples)
+        fit = int(_accelerator_budget(device) // max(per_draw_bytes, 1))
+        return max(1, min(fit, num_samples))
     told = os.environ.get("PYRO_DROPOUT_CACHE_MB")
     cache = float(told) * 2**20 if told else _last_level_cache_bytes() or 8 * 2**20
     fit = int(cache / 4 // max(per_draw_bytes, 1))

@@ -61,7 +61,8 @@ def predict(
     the draws (one mask per draw, shared by all inputs: paper [1], §4), so peak working
     memory is set by ``chunk_size``, not by ``num_samples``. The default, ``"auto"``, sizes
     the chunks on a CPU so that one chunk's widest layer fits in a quarter of the last-level
-    cache (measured on one draw's pass), at most 100 draws; elsewhere 100 draws. With ``jit``
+    cache (measured on one draw's pass), at most 100 draws; on a GPU, within a memory budget
+    (1 GiB, or an eighth of the free memory where that is less): few, large chunks. With ``jit``
     the chunks after the first replay one :func:`torch.jit.trace` of the guide and the model,
     where that is safe and gives the eager pass's draws (:mod:`pyro_dropout.infer.traced_chunks`),
     so small chunks cost no more than large ones. Tensors are moved to the

@@ -4,7 +4,13 @@ import pytest
 import torch
 
 from pyro_dropout import DropoutGuide, predict
-from pyro_dropout.infer.chunks import MAX_AUTO_CHUNK, auto_chunk_size, chunk_sizes, largest_tensor_bytes
+from pyro_dropout.infer.chunks import (
+    ACCELERATOR_CHUNK_BYTES,
+    MAX_AUTO_CHUNK,
+    auto_chunk_size,
+    chunk_sizes,
+    largest_tensor_bytes,
+)
 from pyro_dropout.nn import MLP
 
 
@@ -35,7 +41,19 @@ def test_auto_chunk_keeps_a_chunk_within_a_quarter_of_the_cache(monkeypatch):
     assert auto_chunk_size(cpu, 100 * 2**20, 1000) == 1  # wider than the cache: one draw
     assert auto_chunk_size(cpu, 16, 1000) == MAX_AUTO_CHUNK
     assert auto_chunk_size(cpu, 16, 7) == 7
-    assert auto_chunk_size(torch.device("meta"), 2**16, 1000) == MAX_AUTO_CHUNK  # not a CPU
+
+
+def test_auto_chunk_on_a_gpu_takes_few_large_chunks_within_a_memory_budget(monkeypatch):
+    meta = torch.device("meta")  # not a CPU, and no free memory to ask
+    assert auto_chunk_size(meta, 2**16, 1000) == 1000  # 64 MB in all: one chunk
+    assert auto_chunk_size(meta, 2 * 2**20, 1000) == ACCELERATOR_CHUNK_BYTES // (2 * 2**20)  # 512
+    assert auto_chunk_size(meta, 4 * ACCELERATOR_CHUNK_BYTES, 1000) == 1
+    cuda = torch.device("cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (8 * 2**30, 16 * 2**30))
+    assert auto_chunk_size(cuda, 2 * 2**20, 1000) == 512  # an eighth of 8 GB free is the 1 GiB cap
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (2 * 2**30, 16 * 2**30))
+    assert auto_chunk_size(cuda, 2 * 2**20, 1000) == 128  # 256 MB: an eighth of 2 GB free
 
 
 def test_predict_sizes_its_chunks_from_the_widest_layer(monkeypatch):
