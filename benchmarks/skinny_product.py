@@ -5,10 +5,11 @@ Run: python benchmarks/skinny_product.py [--device auto|cpu|cuda] [--quick]
 For ``B = 4`` draws of an ``[N, 50]`` input and a ``[out, 50]`` weight, interleaved in one run,
 best of several blocks:
 
-* ``standard``: ``baddbmm(b, x, W.T)``, the ``[B, N, out]`` result directly;
-* ``transposed``: ``baddbmm(b, W, x.T)``, the ``[B, out, N]`` result transposed back (and made
-  contiguous), the layout ``linear`` takes in prediction for at most ``MAX_SKINNY_OUT`` outputs
-  and at least ``MIN_SKINNY_ROWS`` rows.
+* ``standard`` (``standard_product``): ``baddbmm(b, x, W.T)``, the ``[B, N, out]`` result
+  directly;
+* ``transposed`` (``transposed_product``): ``baddbmm(b, W, x.T)``, the ``[B, out, N]`` result
+  transposed back (and made contiguous), the layout ``linear`` takes in prediction for at most
+  ``MAX_SKINNY_OUT`` outputs and at least ``MIN_SKINNY_ROWS`` rows.
 
 Each as the forward product alone (no gradient) and as forward plus backward; the ratio is
 transposed over standard, so below 1 the transposed layout is faster.
@@ -25,15 +26,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import interleaved_best, machine, pick_device, write
 
+from pyro_dropout.nn.products import standard_product, transposed_product
+
 DRAWS, D_IN = 4, 50
-
-
-def standard(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    return torch.baddbmm(b.unsqueeze(-2), x, w.transpose(-1, -2))
-
-
-def transposed(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    return torch.baddbmm(b.unsqueeze(-1), w, x.transpose(-1, -2)).transpose(-1, -2).contiguous()
 
 
 def case(device: torch.device, n: int, d_out: int, backward: bool, blocks: int) -> dict:
@@ -48,11 +43,16 @@ def case(device: torch.device, n: int, d_out: int, backward: bool, blocks: int) 
         return lambda: form(x, w, b)
 
     with torch.no_grad():
-        assert torch.allclose(standard(x, w, b), transposed(x, w, b), atol=1e-4), "the layouts disagree"
+        same = torch.allclose(standard_product(x, w, b), transposed_product(x, w, b), atol=1e-4)
+        assert same, "the layouts disagree"
     steps = max(1, 40_000 // n)
     with torch.set_grad_enabled(backward):
         seconds = interleaved_best(
-            {"standard": runner(standard), "transposed": runner(transposed)}, device, steps, blocks, warmup=2
+            {"standard": runner(standard_product), "transposed": runner(transposed_product)},
+            device,
+            steps,
+            blocks,
+            warmup=2,
         )
     return {
         "N": n,

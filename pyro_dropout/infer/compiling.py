@@ -53,7 +53,8 @@ def compile_loss(
     from torch.fx.experimental.proxy_tensor import make_fx
 
     wanted = tuple(t.requires_grad for t in inputs[:num_params])
-    joint = _with_gradient(fn, wanted) if any(wanted) else fn
+    differentiable = any(wanted)
+    joint = _with_gradient(fn, wanted) if differentiable else fn
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -67,7 +68,7 @@ def compile_loss(
     def loss(*tensors: torch.Tensor) -> torch.Tensor:
         return cast(torch.Tensor, _LossWithGradient.apply(compiled, wanted, *tensors))
 
-    run = loss if any(wanted) else compiled
+    run = loss if differentiable else compiled
     try:  # the first call compiles, in the grad mode of the calls after it (a change recompiles)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["batched_linear", "uses_transposed_product"]
+__all__ = ["batched_linear", "standard_product", "transposed_product", "uses_transposed_product"]
 
 MAX_SKINNY_OUT = 10  # at most this many outputs ...
 MIN_SKINNY_ROWS = 512  # ... and at least this many rows: the transposed product is faster
@@ -32,13 +32,23 @@ def uses_transposed_product(n: int, d_out: int, *tensors: torch.Tensor | None) -
     return not (torch.is_grad_enabled() and any(t.requires_grad for t in given))
 
 
-def batched_linear(xs: torch.Tensor, ws: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
-    """``xs @ ws.T + b`` for ``xs`` ``[B, N, in]``, ``ws`` ``[B, out, in]`` and ``b`` ``[B, out]``
-    (or None): ``[B, N, out]``, contiguous."""
-    n, d_out = xs.shape[-2], ws.shape[-2]
-    if uses_transposed_product(n, d_out, xs, ws, b):
-        x_t = xs.transpose(-1, -2)
-        out_t = torch.bmm(ws, x_t) if b is None else torch.baddbmm(b.unsqueeze(-1), ws, x_t)
-        return out_t.transpose(-1, -2).contiguous()
+def standard_product(xs: torch.Tensor, ws: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
+    """``xs @ ws.T + b`` as one ``baddbmm`` (``bmm`` without a bias): ``[B, N, out]``."""
     w_t = ws.transpose(-1, -2)
     return torch.bmm(xs, w_t) if b is None else torch.baddbmm(b.unsqueeze(-2), xs, w_t)
+
+
+def transposed_product(xs: torch.Tensor, ws: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
+    """``xs @ ws.T + b`` computed as ``ws @ xs.T + b`` (``[B, out, N]``), transposed back and
+    made contiguous: ``[B, N, out]``."""
+    x_t = xs.transpose(-1, -2)
+    out_t = torch.bmm(ws, x_t) if b is None else torch.baddbmm(b.unsqueeze(-1), ws, x_t)
+    return out_t.transpose(-1, -2).contiguous()
+
+
+def batched_linear(xs: torch.Tensor, ws: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
+    """``xs @ ws.T + b`` for ``xs`` ``[B, N, in]``, ``ws`` ``[B, out, in]`` and ``b`` ``[B, out]``
+    (or None): ``[B, N, out]``, contiguous, in the faster layout."""
+    if uses_transposed_product(xs.shape[-2], ws.shape[-2], xs, ws, b):
+        return transposed_product(xs, ws, b)
+    return standard_product(xs, ws, b)
