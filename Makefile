@@ -9,11 +9,13 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup demo test test-slow test-all lint format docs bench uci uci-table uci-docs clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml experiments/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH)"
-	$(BIN)/python -m pip install -q -e ".[dev,rl,lightning]"
+	$(BIN)/python -m pip install -q -e ".[dev,lightning]"
+	# the paper reproductions and the pyro-dropout command: a second distribution (experiments/)
+	$(BIN)/python -m pip install -q -e "./experiments[rl]"
 	# TyXe for the tests of its style (optional; without its torchvision pin, which pulls a CUDA torch)
 	$(BIN)/python -m pip install -q --no-deps "tyxe==0.0.2"
 	touch $(STAMP)
@@ -32,8 +34,8 @@ test-slow: $(STAMP)
 test-all: test test-slow
 
 lint: $(STAMP)
-	$(BIN)/ruff check pyro_dropout tests examples benchmarks tools
-	$(BIN)/ruff format --check pyro_dropout tests examples benchmarks tools
+	$(BIN)/ruff check pyro_dropout experiments/pyro_dropout_experiments tests examples benchmarks tools
+	$(BIN)/ruff format --check pyro_dropout experiments/pyro_dropout_experiments tests examples benchmarks tools
 	$(BIN)/mypy
 
 bench: $(STAMP)
@@ -66,8 +68,8 @@ uci-docs: $(STAMP)
 	$(BIN)/python tools/update_uci_docs.py $(UCI_OUT)
 
 format: $(STAMP)
-	$(BIN)/ruff format pyro_dropout tests examples benchmarks tools
-	$(BIN)/ruff check --fix pyro_dropout tests examples benchmarks tools
+	$(BIN)/ruff format pyro_dropout experiments/pyro_dropout_experiments tests examples benchmarks tools
+	$(BIN)/ruff check --fix pyro_dropout experiments/pyro_dropout_experiments tests examples benchmarks tools
 
 docs: $(STAMP)
 	$(BIN)/python -m pip install -q -e ".[docs]"

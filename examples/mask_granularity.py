@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from tqdm.auto import trange
 
-from pyro_dropout.experiments.uci import UCIBenchmark
+from pyro_dropout_experiments.uci import UCIBenchmark
 
 
 def _forward(x: torch.Tensor, params: list[torch.Tensor], p: float, per_example: bool) -> torch.Tensor:
@@ -160,8 +160,7 @@ def library_runs(
     data: UCIBenchmark, train: np.ndarray, test: np.ndarray, epochs: int, args: argparse.Namespace
 ) -> dict[str, Any]:
     """The library's protocol model (``MLP(runs=R)``, ``DropoutGuide``, ``DropoutELBO``), R copies."""
-    from pyro_dropout.experiments.core import get_method
-    from pyro_dropout.experiments.uci import Settings, Spec, train_and_score
+    from pyro_dropout_experiments.uci import Settings, Spec, get_method, train_and_score
 
     hyper = {"p": args.p, "tau": args.tau, "epochs": epochs}
     specs = [Spec(args.split, train, test, dict(hyper)) for _ in range(args.library_runs)]

@@ -6,8 +6,8 @@ import re
 import pytest
 import torch
 
-from pyro_dropout.cli import main, parse_splits
-from pyro_dropout.experiments.uci import (
+from pyro_dropout_experiments.cli import main, parse_splits
+from pyro_dropout_experiments.uci import (
     collect,
     markdown_table,
 )
@@ -159,7 +159,7 @@ def test_download_without_network_says_so_in_one_line(tmp_path, capsys, monkeypa
 
 def test_the_command_says_what_it_is_and_its_version(capsys):
     from pyro_dropout import __version__
-    from pyro_dropout.cli import build_parser
+    from pyro_dropout_experiments.cli import build_parser
 
     with pytest.raises(SystemExit):
         main(["--version"])

@@ -1,5 +1,7 @@
-"""The package keeps its shape: files under 300 lines, functions under 50, no private name
-imported across modules (in the package or its tests), and imports pointing down the layers."""
+"""The packages keep their shape: files under 300 lines, functions under 50, no private name
+imported across modules (in the packages or their tests), imports pointing down the library's
+layers (docs/design.md), the reproductions importing the library through its faces only, and no
+circle in either package's import graph."""
 
 import ast
 from pathlib import Path
@@ -8,6 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "pyro_dropout"
+EXPERIMENTS = ROOT / "experiments" / "pyro_dropout_experiments"
 # the layers of DESIGN.md, lowest first; a module may import from its own layer or below
 LAYERS = [
     {"ops", "runtime"},
@@ -17,7 +20,7 @@ LAYERS = [
     {"infer"},
     {"metrics", "export", "attacks", "policies", "lightning"},
     {"baselines", "datasets"},
-    {"experiments", "cli", "__init__"},
+    {"__init__"},
 ]
 
 
@@ -29,7 +32,9 @@ def _sources(folder: Path) -> list[Path]:
     return sorted(folder.rglob("*.py"))
 
 
-@pytest.mark.parametrize("path", _sources(PACKAGE), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize(
+    "path", _sources(PACKAGE) + _sources(EXPERIMENTS), ids=lambda p: str(p.relative_to(ROOT))
+)
 def test_files_and_functions_stay_small(path):
     text = path.read_text()
     assert len(text.splitlines()) <= 300, f"{path.name} has {len(text.splitlines())} lines"
@@ -46,7 +51,10 @@ def _imported_names(tree: ast.AST):
                 yield node, alias.name
 
 
-@pytest.mark.parametrize("folder", ["pyro_dropout", "tests", "tools", "examples", "benchmarks"])
+@pytest.mark.parametrize(
+    "folder",
+    ["pyro_dropout", "experiments/pyro_dropout_experiments", "tests", "tools", "examples", "benchmarks"],
+)
 def test_no_private_name_is_imported_across_modules(folder):
     found = []
     for path in _sources(ROOT / folder):
@@ -69,3 +77,83 @@ def test_package_imports_point_down_the_layers():
                     where = f"{path.relative_to(ROOT)}:{node.lineno}"
                     found.append(f"{where} imports {node.module} (a higher layer)")
     assert not found, "\n".join(found)
+
+
+def _faces() -> set[str]:
+    """The library's public faces: its subpackages and top-level modules."""
+    return {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()} | {
+        p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"
+    }
+
+
+def test_reproductions_import_the_library_through_its_faces():
+    faces, found = _faces(), []
+    for path in _sources(EXPERIMENTS):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                parts = node.module.split(".")
+                deep = parts[0] == "pyro_dropout" and (
+                    len(parts) > 2 or (len(parts) == 2 and parts[1] not in faces)
+                )
+                if deep:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {node.module}")
+    assert not found, "\n".join(found)
+
+
+def test_the_library_holds_no_experiment():
+    assert not (PACKAGE / "experiments").exists() and not (PACKAGE / "cli.py").exists()
+    for path in _sources(PACKAGE):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom | ast.Import):
+                names = (
+                    [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                )
+                assert not any(n.startswith("pyro_dropout_experiments") for n in names), path
+
+
+def _module_name(path: Path, top: Path) -> str:
+    parts = path.relative_to(top.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports_of(path: Path, top: Path, modules: set[str]) -> set[str]:
+    """The modules of the same package that ``path`` imports, anywhere in it (a function's lazy
+    import included): ``from .x import y`` is the module ``x.y`` where that is one, else ``x``."""
+    name = _module_name(path, top)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                child = f"{target}.{alias.name}"
+                found.add(child if child in modules else target)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return {m for m in found if m in modules and m != name}
+
+
+@pytest.mark.parametrize("top", [PACKAGE, EXPERIMENTS], ids=lambda p: p.name)
+def test_no_circle_in_the_import_graph(top):
+    """A package's ``__init__`` (its face) may import its own modules; a circle through other
+    modules (a module importing the face of a package that imports it back) is an error."""
+    paths = {_module_name(p, top): p for p in _sources(top)}
+    graph = {m: _imports_of(p, top, set(paths)) for m, p in paths.items()}
+    state: dict[str, int] = {}
+
+    def visit(m: str, stack: list[str]) -> None:
+        state[m] = 1
+        for t in sorted(graph[m]):
+            if state.get(t) == 1:
+                raise AssertionError("import circle: " + " -> ".join([*stack[stack.index(t) :], t]))
+            if t not in state:
+                visit(t, [*stack, t])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])

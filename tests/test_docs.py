@@ -36,7 +36,7 @@ def test_every_public_name_is_documented(module):
 
 
 def test_uci_page_shows_the_kept_results():
-    from pyro_dropout.experiments.uci import collect
+    from pyro_dropout_experiments.uci import collect
 
     docs = Path(__file__).resolve().parents[1] / "docs"
     page = (docs / "uci.md").read_text()

@@ -5,9 +5,9 @@ import pyro
 import pytest
 import torch
 
-from pyro_dropout.experiments.bandit import RewardModel
 from pyro_dropout.guides import DropoutGuide
 from pyro_dropout.policies import EpsilonGreedy, ThompsonSampling
+from pyro_dropout_experiments.bandit import RewardModel
 
 
 def _learner(dropout=0.5):

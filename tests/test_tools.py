@@ -5,8 +5,8 @@ from dataclasses import replace
 
 import pytest
 
-from pyro_dropout.experiments.methods import ConcreteOptions
-from pyro_dropout.experiments.uci import UCIBenchmark, run_uci
+from pyro_dropout_experiments.uci import UCIBenchmark, run_uci
+from pyro_dropout_experiments.uci.methods import ConcreteOptions
 from tests.scripts import load_script
 from tests.uci_data import TINY, tiny_method, write_tiny_uci
 

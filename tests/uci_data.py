@@ -6,8 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pyro_dropout.experiments.core import Method, get_method, method_class
-from pyro_dropout.experiments.uci import Settings
+from pyro_dropout_experiments.uci import Method, Settings, get_method, method_class
 
 # the protocol's settings scaled down so that a test runs in seconds
 TINY = Settings(epochs_multiplier=1, num_samples=40, validation_samples=20, chunk_size=16, progress=False)
@@ -55,7 +54,7 @@ def write_tiny_uci(root: Path, name: str = "tiny") -> Path:
 def spy_on_build(monkeypatch, part: str) -> list:
     """A list that collects ``part`` (``"model"``, ``"guide"`` or ``"loss"``) of every vectorised
     model the UCI protocol builds."""
-    from pyro_dropout.experiments.uci import runs
+    from pyro_dropout_experiments.uci import runs
 
     seen: list = []
     original = runs.build_runs
@@ -72,7 +71,7 @@ def spy_on_build(monkeypatch, part: str) -> list:
 def stop_training_when(monkeypatch, stop) -> list:
     """Record each ``train_and_score`` call of the protocol as ``(desc, splits, runs)`` and raise
     KeyboardInterrupt (a stopped run) at the first call for which ``stop(calls)`` holds."""
-    from pyro_dropout.experiments.uci import protocol
+    from pyro_dropout_experiments.uci import protocol
 
     original = protocol.train_and_score
     calls: list = []

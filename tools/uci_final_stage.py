@@ -21,19 +21,20 @@ from typing import Any
 
 import torch
 
-from pyro_dropout.experiments.core import get_method, parse_splits
-from pyro_dropout.experiments.uci import (
+from pyro_dropout.infer import predict_standard
+from pyro_dropout.runtime import tune_cpu_allocator
+from pyro_dropout_experiments.core import parse_splits
+from pyro_dropout_experiments.uci import (
     Settings,
     Spec,
     UCIBenchmark,
+    get_method,
     load_results,
     method_from_stored,
     parse_label,
     stack_rows,
     train_and_score,
 )
-from pyro_dropout.infer import predict_standard
-from pyro_dropout.runtime import tune_cpu_allocator
 
 HYPER = ("p", "tau", "epochs", "length_scale")
 

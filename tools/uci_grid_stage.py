@@ -18,25 +18,21 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pyro_dropout.experiments.core import (
-    flatten,
-    get_method,
-    method_class,
-    method_names,
-    parse_splits,
-    unflatten,
-)
-from pyro_dropout.experiments.uci import (
+from pyro_dropout.runtime import tune_cpu_allocator
+from pyro_dropout_experiments.core import flatten, parse_splits, unflatten
+from pyro_dropout_experiments.uci import (
     Settings,
     UCIBenchmark,
     UCIProtocol,
+    get_method,
     grid_setup,
     load_results,
     mean_se,
+    method_class,
+    method_names,
     parse_label,
 )
-from pyro_dropout.experiments.uci.settings import LEGACY_SETTINGS
-from pyro_dropout.runtime import tune_cpu_allocator
+from pyro_dropout_experiments.uci.settings import LEGACY_SETTINGS
 
 
 def _defaults() -> dict[str, Any]:

@@ -17,8 +17,8 @@ import argparse
 import json
 from pathlib import Path
 
-from pyro_dropout.experiments.core import is_result_file
-from pyro_dropout.experiments.uci import mean_se
+from pyro_dropout_experiments.core import is_result_file
+from pyro_dropout_experiments.uci import mean_se
 
 PUBLISHED = Path(__file__).resolve().parent / "published_uci_per_split.json"
 

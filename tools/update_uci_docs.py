@@ -19,7 +19,7 @@ import argparse
 import shutil
 from pathlib import Path
 
-from pyro_dropout.experiments.uci import collect, markdown_table, plot_uci
+from pyro_dropout_experiments.uci import collect, markdown_table, plot_uci
 
 ANCHOR = "NVIDIA H100 (see the notes on the GPU runs).\n"
 FIGURE = "![Test log-likelihood of every method on every data set](img/uci_test_ll.png)\n"

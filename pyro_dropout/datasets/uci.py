@@ -9,7 +9,7 @@ Layout of a data set ``<data_dir>/uci/<name>/data/``:
 
 The published protocol's settings beside them (``n_hidden.txt``, ``n_epochs.txt``,
 ``dropout_rates.txt``, ``tau_values.txt``) belong to the benchmark, not the data: they are read
-by :mod:`pyro_dropout.experiments.uci`. Any data set in this layout works. The files are those of
+by :mod:`pyro_dropout_experiments.uci`. Any data set in this layout works. The files are those of
 the MC-dropout paper's public experiments (``UCI_Datasets/``; CC BY-NC 4.0);
 :func:`~pyro_dropout.datasets.download_uci` fetches them and checks their SHA-256.
 """

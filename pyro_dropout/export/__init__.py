@@ -1,7 +1,7 @@
 """Export and plots: ArviZ conversion and matplotlib figures of the predictive."""
 
 from .arviz import from_predictions, from_samples, mcmc_to_arviz, to_arviz
-from .plots import plot_regression, plot_reliability, plot_score_histograms, plot_softmax_scatter
+from .plots import plot_regression, plot_reliability, plot_score_histograms, plot_softmax_scatter, pyplot
 
 __all__ = [
     "from_predictions",
@@ -11,5 +11,6 @@ __all__ = [
     "plot_reliability",
     "plot_score_histograms",
     "plot_softmax_scatter",
+    "pyplot",
     "to_arviz",
 ]

@@ -20,6 +20,7 @@ def _np(x: Any) -> np.ndarray:
 
 
 def pyplot() -> Any:
+    """``matplotlib.pyplot`` on a backend that needs no screen (Agg, unless an inline one is active)."""
     import matplotlib
 
     if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):

@@ -1,6 +1,7 @@
 """Inference: the dropout ELBO, the BB-alpha energy, and prediction helpers."""
 
 from .bbalpha import BBAlpha, log_mean_exp
+from .collect import DRAWS_PLATE
 from .compiled_svi import CompiledSVI
 from .divergence import DivergenceError
 from .elbo import DropoutELBO, log_likelihood_sum
@@ -12,6 +13,7 @@ from .predictive import predict, predict_chunks, predict_from_samples, predict_s
 from .traces import importance_trace, latent_penalty
 
 __all__ = [
+    "DRAWS_PLATE",
     "BBAlpha",
     "CompiledSVI",
     "DivergenceError",

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from pyro_dropout.datasets import load_uci, low_noise_regression, write_uci_folder
-from pyro_dropout.experiments.uci import UCIBenchmark
+from pyro_dropout_experiments.uci import UCIBenchmark
 
 
 def test_the_low_noise_target_is_smooth_with_the_noise_asked_for():

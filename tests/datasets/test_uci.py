@@ -5,7 +5,7 @@ import os
 import pytest
 
 from pyro_dropout.datasets import Dataset, download_uci, load_uci, uci_directory
-from pyro_dropout.experiments.uci import UCIBenchmark
+from pyro_dropout_experiments.uci import UCIBenchmark
 
 
 def test_loader_and_missing_data(tiny, tmp_path):

@@ -103,7 +103,7 @@ def test_every_example_has_a_test():
 
 @pytest.mark.parametrize("loss", ["elbo", "bbalpha"])
 def test_demo_command(tmp_path, loss):
-    from pyro_dropout.cli import main
+    from pyro_dropout_experiments.cli import main
 
     assert main(["demo", "--out", str(tmp_path), "--steps", "20", "--num-samples", "10", "--loss", loss]) == 0
     assert (tmp_path / "demo.png").stat().st_size > 5000

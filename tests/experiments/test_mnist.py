@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from pyro_dropout.cli import main
-from pyro_dropout.experiments.mnist.command import add_mnist  # noqa: F401  (the CLI's import)
-from pyro_dropout.experiments.mnist.rotated import rotate
+from pyro_dropout_experiments.cli import main
+from pyro_dropout_experiments.mnist.command import add_mnist  # noqa: F401  (the CLI's import)
+from pyro_dropout_experiments.mnist.rotated import rotate
 
 from .image_data import write_tiny_images
 

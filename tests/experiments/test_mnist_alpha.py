@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from pyro_dropout.cli import main
-from pyro_dropout.experiments.mnist.alpha_training import alpha_loss
 from pyro_dropout.infer import BBAlpha, DropoutELBO
+from pyro_dropout_experiments.cli import main
+from pyro_dropout_experiments.mnist.alpha_training import alpha_loss
 
 from .image_data import write_tiny_images
 

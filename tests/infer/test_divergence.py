@@ -8,9 +8,9 @@ import torch
 from pyro.infer import SVI
 
 from pyro_dropout import DropoutELBO, DropoutGuide
-from pyro_dropout.experiments.core import train_runs
 from pyro_dropout.infer import BBAlpha, CompiledSVI, DivergenceError
 from pyro_dropout.nn import MLP
+from pyro_dropout_experiments.core import train_runs
 
 
 def _data(n=32):

@@ -6,8 +6,8 @@ import json
 import pytest
 import torch
 
-from pyro_dropout.cli import main
-from pyro_dropout.experiments.bandit import wheel_bandit
+from pyro_dropout_experiments.bandit import wheel_bandit
+from pyro_dropout_experiments.cli import main
 
 
 def test_the_wheel_pays_the_quadrants_arm_outside_the_radius_and_the_safe_arm_inside():

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from pyro_dropout.experiments.core import TrainingCheckpoint, read_checkpoint
-from pyro_dropout.experiments.uci import status
+from pyro_dropout_experiments.core import TrainingCheckpoint, read_checkpoint
+from pyro_dropout_experiments.uci import status
 
 
 class _RunsCode:

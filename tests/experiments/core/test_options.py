@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from pyro_dropout.experiments.core import add_flags, flatten, from_args, unflatten, unless_given, validate
+from pyro_dropout_experiments.core import add_flags, flatten, from_args, unflatten, unless_given, validate
 
 
 @dataclass
@@ -86,7 +86,7 @@ def test_threads_flag_sets_torchs_threads_and_rejects_nonsense():
 
     import torch
 
-    from pyro_dropout.experiments.core import add_threads, use_threads
+    from pyro_dropout_experiments.core import add_threads, use_threads
 
     parser = argparse.ArgumentParser()
     add_threads(parser)

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from pyro_dropout.experiments.core import ResultStore, read_record, resume_runs, write_record
-from pyro_dropout.experiments.core.store import RESULT_FIELDS, SCHEMA_VERSION
-from pyro_dropout.experiments.uci import collect
+from pyro_dropout_experiments.core import ResultStore, read_record, resume_runs, write_record
+from pyro_dropout_experiments.core.store import RESULT_FIELDS, SCHEMA_VERSION
+from pyro_dropout_experiments.uci import collect
 
 GOOD = {"dataset": "d", "method": "mc-dropout", "split": 0, "rmse": 1.0, "test_ll": -1.0}
 

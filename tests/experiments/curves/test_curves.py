@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from pyro_dropout.baselines import fit_gp, gp_predictive
-from pyro_dropout.cli import main
-from pyro_dropout.experiments.curves import CurveSettings, fit_curves, mc_predictive
-from pyro_dropout.experiments.curves.co2 import co2_data
-from pyro_dropout.experiments.curves.solar import SOLAR_GAPS, solar_data
+from pyro_dropout_experiments.cli import main
+from pyro_dropout_experiments.curves import CurveSettings, fit_curves, mc_predictive
+from pyro_dropout_experiments.curves.co2 import co2_data
+from pyro_dropout_experiments.curves.solar import SOLAR_GAPS, solar_data
 
 TINY = [
     "--width",
@@ -100,7 +100,7 @@ def test_runs_may_have_their_own_rows_and_a_mismatch_is_named():
 
 
 def test_quick_applies_to_the_settings_not_given(tmp_path, monkeypatch):
-    from pyro_dropout.experiments.curves import co2 as module
+    from pyro_dropout_experiments.curves import co2 as module
 
     seen = []
     monkeypatch.setattr(module, "run_co2", lambda s, *a: seen.append(s) or {"models": {}})

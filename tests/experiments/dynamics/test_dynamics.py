@@ -5,8 +5,8 @@ import json
 import pytest
 import torch
 
-from pyro_dropout.cli import main
-from pyro_dropout.experiments.dynamics import CartPoleScales, DynamicsModel, Transitions, plan
+from pyro_dropout_experiments.cli import main
+from pyro_dropout_experiments.dynamics import CartPoleScales, DynamicsModel, Transitions, plan
 
 pytest.importorskip("gymnasium")
 

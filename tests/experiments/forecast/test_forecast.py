@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from pyro_dropout.cli import main
-from pyro_dropout.experiments.forecast import ForecastSettings, co2_increments, forecast_scores
+from pyro_dropout_experiments.cli import main
+from pyro_dropout_experiments.forecast import ForecastSettings, co2_increments, forecast_scores
 
 TINY = ["--steps", "60", "--num-samples", "30", "--hidden", "8", "--horizon", "40", "--quiet"]
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from pyro_dropout.cli import main
-from pyro_dropout.experiments.rl import QAgent, Replay, RLSettings, make_env, play, summary
-from pyro_dropout.experiments.rl.figure import return_curve
+from pyro_dropout_experiments.cli import main
+from pyro_dropout_experiments.rl import QAgent, Replay, RLSettings, make_env, play, summary
+from pyro_dropout_experiments.rl.figure import return_curve
 
 pytest.importorskip("gymnasium")
 

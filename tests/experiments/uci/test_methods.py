@@ -7,14 +7,14 @@ from dataclasses import replace
 import pytest
 import torch
 
-from pyro_dropout.experiments.core import get_method
-from pyro_dropout.experiments.methods import ConcreteOptions
-from pyro_dropout.experiments.uci import (
+from pyro_dropout_experiments.uci import (
     Spec,
     UCIBenchmark,
     build_runs,
+    get_method,
     run_uci,
 )
+from pyro_dropout_experiments.uci.methods import ConcreteOptions
 from tests.uci_data import TINY, spy_on_build, tiny_method
 
 

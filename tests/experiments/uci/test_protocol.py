@@ -6,22 +6,22 @@ from dataclasses import replace
 
 import pytest
 
-from pyro_dropout.experiments.core import get_method
-from pyro_dropout.experiments.methods import ConcreteOptions
-from pyro_dropout.experiments.uci import (
+from pyro_dropout_experiments.uci import (
     Spec,
     UCIBenchmark,
     UCIProtocol,
     collect,
     draws_per_chunk,
+    get_method,
     grid_setup,
     markdown_table,
     run_uci,
     split_chunks,
     train_and_score,
 )
-from pyro_dropout.experiments.uci import protocol as protocol_module
-from pyro_dropout.experiments.uci import runs as runs_module
+from pyro_dropout_experiments.uci import protocol as protocol_module
+from pyro_dropout_experiments.uci import runs as runs_module
+from pyro_dropout_experiments.uci.methods import ConcreteOptions
 from tests.uci_data import TINY, spy_on_build, stop_training_when, tiny_method
 
 

@@ -6,16 +6,16 @@ from dataclasses import replace
 import pytest
 import torch
 
-from pyro_dropout.cli import main
-from pyro_dropout.experiments.core import read_checkpoint
-from pyro_dropout.experiments.uci import (
+from pyro_dropout_experiments.cli import main
+from pyro_dropout_experiments.core import read_checkpoint
+from pyro_dropout_experiments.uci import (
     UCIBenchmark,
     collect,
     run_uci,
     status,
 )
-from pyro_dropout.experiments.uci import protocol as protocol_module
-from pyro_dropout.experiments.uci import runs as runs_module
+from pyro_dropout_experiments.uci import protocol as protocol_module
+from pyro_dropout_experiments.uci import runs as runs_module
 from tests.uci_data import TINY, stop_training_when, tiny_method
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from pyro_dropout.experiments.uci import (
+from pyro_dropout_experiments.uci import (
     label,
     markdown_table,
     parse_label,
@@ -171,7 +171,7 @@ def test_plot_uci_panels_and_errors():
 
 
 def test_learned_rates_per_layer_in_split_order_and_their_figure():
-    from pyro_dropout.experiments.uci import learned_rates, plot_learned_rates
+    from pyro_dropout_experiments.uci import learned_rates, plot_learned_rates
 
     def row(dataset, split, p_in, p_out, method="concrete", masks=True):
         rates = {"hidden.0.weight": p_in, "output.weight": p_out}

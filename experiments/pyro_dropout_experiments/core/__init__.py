@@ -1,0 +1,61 @@
+"""What every experiment shares: options and flags, training, checkpoints, results and noise estimates."""
+
+from .checkpoint import Checkpoints, TrainingCheckpoint, read_checkpoint
+from .noise import held_out_tau, m_step_tau
+from .options import (
+    add_flags,
+    add_run_flags,
+    add_threads,
+    command_settings,
+    flatten,
+    from_args,
+    int_list,
+    known_names,
+    positive_int,
+    unflatten,
+    unless_given,
+    use_threads,
+    validate,
+)
+from .splits import parse_splits
+from .store import (
+    ResultStore,
+    is_result_file,
+    missing_runs,
+    read_record,
+    resume_runs,
+    store_run,
+    write_record,
+)
+from .training import Standardiser, train_runs
+
+__all__ = [
+    "Checkpoints",
+    "ResultStore",
+    "Standardiser",
+    "TrainingCheckpoint",
+    "add_flags",
+    "add_run_flags",
+    "add_threads",
+    "command_settings",
+    "flatten",
+    "from_args",
+    "held_out_tau",
+    "int_list",
+    "is_result_file",
+    "known_names",
+    "m_step_tau",
+    "missing_runs",
+    "parse_splits",
+    "positive_int",
+    "read_checkpoint",
+    "read_record",
+    "resume_runs",
+    "store_run",
+    "train_runs",
+    "unflatten",
+    "unless_given",
+    "use_threads",
+    "validate",
+    "write_record",
+]

@@ -1,0 +1,56 @@
+"""MNIST with a validation split taken from its training set (fixed by a seed), and the
+out-of-distribution sets (Fashion-MNIST and notMNIST test images) as tensors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from pyro_dropout.datasets import load_images
+
+__all__ = ["OOD_SETS", "ImageSplits", "load_splits"]
+
+OOD_SETS = ("fashion-mnist", "notmnist")
+
+
+@dataclass
+class ImageSplits:
+    """Tensors ``(x, y)`` of the train, validation and test parts, and ``ood``: images of other sets."""
+
+    train: tuple[torch.Tensor, torch.Tensor]
+    val: tuple[torch.Tensor, torch.Tensor]
+    test: tuple[torch.Tensor, torch.Tensor]
+    ood: dict[str, torch.Tensor] = field(default_factory=dict)
+
+
+def _tensors(x: np.ndarray, y: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(np.ascontiguousarray(y))
+
+
+def load_splits(
+    data_dir: str | Path | None = None,
+    *,
+    validation: int = 5000,
+    train_size: int | None = None,
+    test_size: int | None = None,
+    ood: tuple[str, ...] = (),
+    seed: int = 0,
+) -> ImageSplits:
+    """MNIST: ``validation`` training images held out (a permutation fixed by ``seed``), the
+    first ``train_size`` of the rest for training, and the first ``test_size`` test images (and
+    as many of each ``ood`` set); ``None``: all."""
+    train, test = load_images("mnist", "train", data_dir), load_images("mnist", "test", data_dir)
+    if not 0 < validation < len(train):
+        raise ValueError(f"validation must be between 1 and {len(train) - 1} images, got {validation}")
+    order = np.random.default_rng(seed).permutation(len(train))
+    val_rows, train_rows = order[:validation], order[validation:][:train_size]
+    n_test = test_size or len(test)
+    return ImageSplits(
+        train=_tensors(train.x[train_rows], train.y[train_rows]),
+        val=_tensors(train.x[val_rows], train.y[val_rows]),
+        test=_tensors(test.x[:n_test], test.y[:n_test]),
+        ood={name: torch.from_numpy(load_images(name, "test", data_dir).x[:n_test].copy()) for name in ood},
+    )

@@ -1,0 +1,53 @@
+"""Kept files of the UCI protocol: finished results and grid searches are reused only if they
+were made with this run's settings; a file that cannot be read is an error naming it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..core.options import flatten, unflatten
+from ..core.store import GRID_FIELDS, RESULT_FIELDS, read_record
+from .method import Method
+from .registry import get_method, method_class
+from .settings import CHECKED_SETTINGS, LEGACY_SETTINGS, Settings
+
+__all__ = ["method_from_stored", "read_kept"]
+
+
+def _made_with(stored: dict[str, Any], method: Method) -> dict[str, Any]:
+    """The checked settings a stored file was made with, as flat keys."""
+    shared = Settings.from_stored(stored)
+    options: Any = unflatten(method.options_class, stored, method.prefix, legacy=LEGACY_SETTINGS)
+    return {**{k: getattr(shared, k) for k in CHECKED_SETTINGS}, **flatten(options, method.prefix)}
+
+
+def method_from_stored(name: str, stored: dict[str, Any]) -> Method:
+    """The method ``name`` with the options a result file's ``settings`` record."""
+    cls, _ = method_class(name)
+    return get_method(name, unflatten(cls.options_class, stored, cls.prefix, legacy=LEGACY_SETTINGS))
+
+
+def read_kept(
+    paths: dict[int, Path | None], s: Settings, method: Method, grid: bool = False
+) -> dict[int, dict[str, Any]]:
+    """The finished files among ``paths`` (results, or grid searches with ``grid``), each checked
+    to come from this data set's method with this run's settings (else an error naming it)."""
+    required = GRID_FIELDS if grid else RESULT_FIELDS
+    kept = {i: read_record(p, required) for i, p in paths.items() if p is not None and p.is_file()}
+    now = {**{k: getattr(s, k) for k in CHECKED_SETTINGS}, **flatten(method.options, method.prefix)}
+    for i, stored in kept.items():
+        if stored["method"] != method.name or stored["split"] != i:
+            raise ValueError(
+                f"{paths[i]} holds split {stored['split']} of {stored['method']!r}, not split {i} of "
+                f"{method.name!r}; remove it to re-run it"
+            )
+        made = _made_with(stored.get("settings", {}), method)
+        for key, value in now.items():
+            was = made[key]
+            if was != value:
+                raise ValueError(
+                    f"{paths[i]} was made with {key}={was!r} but this run has {key}={value!r}; "
+                    "give another --out folder (or remove the file to re-run it)"
+                )
+    return kept
