@@ -134,7 +134,7 @@ def test_cuda_without_cuda_is_refused_when_parsed(capsys):
 def test_demo_refuses_no_steps(steps, capsys, tmp_path):
     with pytest.raises(SystemExit):
         main(["demo", "--steps", steps, "--out", str(tmp_path)])
-    assert f"expected a whole number >= 1, got {int(steps)}" in capsys.readouterr().err
+    assert f"--steps must be at least 1, got {int(steps)}" in capsys.readouterr().err
 
 
 def test_splits_beyond_the_data_set_are_refused_before_training(tiny, capsys):

@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from pyro_dropout.runtime import glibc, tune_cpu_allocator
 from pyro_dropout import runtime
+from pyro_dropout.runtime import glibc, tune_cpu_allocator
 from pyro_dropout_experiments import cli
 
 GLIBC = sys.platform.startswith("linux") and glibc() is not None

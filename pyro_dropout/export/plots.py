@@ -143,8 +143,9 @@ def plot_softmax_scatter(
     r"""Scatter of ``T`` stochastic passes of the softmax input and output along a sequence of inputs.
 
     As paper [1], Fig. 4: for each of ``M`` inputs (e.g. a digit rotated step by step), the
-    ``top_k`` classes by mean probability over the whole sequence are drawn, the softmax
-    input (logits) on the left and the softmax output on the right.
+    softmax input (logits) on the left and the softmax output on the right, for every class that
+    is the most probable one at some input (so that a class a printout names is in the figure),
+    then the classes of highest mean probability over the sequence, up to ``top_k`` in all.
 
     :param logits: ``[T, M, C]`` network outputs before the softmax.
     """
@@ -153,7 +154,9 @@ def plot_softmax_scatter(
     if z.dim() != 3:
         raise ValueError(f"logits: expected [T, M, C] (passes, inputs, classes), got {tuple(z.shape)}")
     probs = torch.softmax(z, -1)
-    top = probs.mean((0, 1)).argsort(descending=True)[:top_k].tolist()
+    top = list(dict.fromkeys(probs.mean(0).argmax(-1).tolist()))  # each input's most probable class
+    by_mean = [c for c in probs.mean((0, 1)).argsort(descending=True).tolist() if c not in top]
+    top += by_mean[: max(0, top_k - len(top))]
     t, m, _ = z.shape
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for c in top:

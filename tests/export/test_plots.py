@@ -55,3 +55,14 @@ def test_plot_regression_draws_into_a_given_panel(tmp_path):
     assert [ax.get_title() for ax in axes] == ["left", "right"]
     assert all(len(ax.collections) == 4 for ax in axes)  # one shade per half sd, to 2 sd
     _png(fig, tmp_path / "panels.png")
+
+
+def test_the_softmax_scatter_shows_every_class_that_tops_an_input():
+    """Class 3 is the most probable one at the last input only, with a low mean over the sequence:
+    it is drawn (a printout naming it must find it in the figure), then the top means fill up."""
+    logits = torch.zeros(5, 6, 10)
+    logits[:, :, 0], logits[:, :, 1], logits[:, :, 2] = 4.0, 3.5, 3.0  # the highest means
+    logits[:, 5, 3] = 9.0  # tops input 5 alone
+    fig = plot_softmax_scatter(logits, top_k=3)
+    labels = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    assert labels == ["class 0", "class 3", "class 1"]

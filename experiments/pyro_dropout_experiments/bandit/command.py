@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..core import add_flags, add_run_flags, command_settings
+from ..core import add_flags, add_run_flags, command_settings, device_scope
 from .settings import QUICK, BanditSettings
 
 __all__ = ["add_bandit"]
@@ -15,7 +15,8 @@ def _bandit(args: argparse.Namespace) -> int:
     from .run import run_bandit
 
     s = command_settings(BanditSettings, args, QUICK)
-    results = run_bandit(s, Path(args.out), not args.quiet)
+    with device_scope(args.device):  # the networks and tensors it makes
+        results = run_bandit(s, Path(args.out), not args.quiet)
     for delta, entry in results["deltas"].items():
         cells = []
         for policy, r in entry.items():
@@ -34,6 +35,6 @@ def add_bandit(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "bandit", help="paper 000 §5.4: Thompson sampling with MC dropout, the wheel bandit"
     )
-    add_run_flags(parser, "results/bandit", "results.json and bandit.png", QUICK)
+    add_run_flags(parser, "results/bandit", "results.json and bandit.png", f"{QUICK} unless given")
     add_flags(parser, BanditSettings)
     parser.set_defaults(func=_bandit)

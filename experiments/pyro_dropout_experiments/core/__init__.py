@@ -1,22 +1,23 @@
 """What every experiment shares: options and flags, training, checkpoints, results and noise estimates."""
 
 from .checkpoint import Checkpoints, TrainingCheckpoint, read_checkpoint
-from .noise import held_out_tau, m_step_tau
-from .options import (
-    add_flags,
+from .command import (
+    QUICK_BUDGET,
+    Parser,
     add_run_flags,
     add_threads,
+    check_device,
+    check_out,
     command_settings,
-    flatten,
-    from_args,
+    device_flag,
+    device_scope,
+    given_flags,
     int_list,
-    known_names,
     positive_int,
-    unflatten,
-    unless_given,
     use_threads,
-    validate,
 )
+from .noise import held_out_tau, m_step_tau
+from .options import add_flags, flatten, from_args, known_names, unflatten, unless_given, validate
 from .splits import parse_splits
 from .store import (
     ResultStore,
@@ -30,16 +31,23 @@ from .store import (
 from .training import Standardiser, train_runs
 
 __all__ = [
+    "QUICK_BUDGET",
     "Checkpoints",
+    "Parser",
     "ResultStore",
     "Standardiser",
     "TrainingCheckpoint",
     "add_flags",
     "add_run_flags",
     "add_threads",
+    "check_device",
+    "check_out",
     "command_settings",
+    "device_flag",
+    "device_scope",
     "flatten",
     "from_args",
+    "given_flags",
     "held_out_tau",
     "int_list",
     "is_result_file",

@@ -18,19 +18,13 @@ from typing import Any, TypeVar
 
 __all__ = [
     "add_flags",
-    "add_run_flags",
-    "add_threads",
     "check_field",
-    "command_settings",
     "flag_name",
     "flatten",
     "from_args",
-    "int_list",
     "known_names",
-    "positive_int",
     "unflatten",
     "unless_given",
-    "use_threads",
     "validate",
 ]
 
@@ -98,17 +92,26 @@ def _parser_for(cls: type, f: Field, flag: str) -> Any:
     return parse
 
 
-def add_flags(parser: argparse.ArgumentParser, cls: type, prefix: str = "", skip: tuple = ()) -> None:
-    """One flag per field of dataclass ``cls`` (booleans: ``--flag``/``--no-flag``)."""
+def add_flags(
+    parser: Any,  # a parser or an argument group
+    cls: type,
+    prefix: str = "",
+    skip: tuple = (),
+    defaults: dict[str, Any] | None = None,
+) -> None:
+    """One flag per field of dataclass ``cls`` (booleans: ``--flag``/``--no-flag``); ``defaults``
+    replaces a field's default for this command (shown in its help). A help text that states its
+    default itself (``"(default: all)"``) is not given a second one."""
     for f in fields(cls):
         if f.name in skip or f.metadata.get("flag") is False:
             continue
         flag = flag_name(prefix, f.name)
         factory: Any = f.default_factory
         default = f.default if f.default is not MISSING else factory()
+        default = (defaults or {}).get(f.name, default)
         text = f.metadata.get("help", "")
         shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
-        help_text = f"{text} (default {shown})" if text else f"default {shown}"
+        help_text = text if "default" in text else f"{text} (default {shown})" if text else f"default {shown}"
         dest = _key(prefix, f.name)
         if isinstance(default, bool):
             parser.add_argument(
@@ -119,16 +122,15 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, prefix: str = "", skip
             parser.add_argument(flag, dest=dest, type=parse, default=default, help=help_text)
 
 
-def unless_given(settings: T, *changes: dict[str, Any]) -> T:
+def unless_given(settings: T, *changes: dict[str, Any], given: set[str]) -> T:
     """``settings`` (an options dataclass made by :func:`from_args`) with ``changes`` applied in
-    order, the later winning, to the fields still at their defaults: the flags not given. Keys
-    that are not fields are skipped, so one dict of quick values may serve two classes."""
+    order, the later winning, to the fields not in ``given`` (the flags written on the command
+    line, whatever their values). Keys that are not fields are skipped, so one dict of quick
+    values may serve two classes."""
     out: Any = settings
-    defaults = {f.name: f.default for f in fields(out) if f.default is not MISSING}
-    defaults.update({f.name: f.default_factory() for f in fields(out) if f.default_factory is not MISSING})
-    given = {k for k, default in defaults.items() if getattr(out, k) != default}
+    names = {f.name for f in fields(out)}
     for change in changes:
-        out = replace(out, **{k: v for k, v in change.items() if k in defaults and k not in given})
+        out = replace(out, **{k: v for k, v in change.items() if k in names and k not in given})
     return out
 
 
@@ -186,67 +188,6 @@ def validate(options: Any, prefix: str = "") -> None:
         if number and any(isinstance(v, bool) or not isinstance(v, int | float) for v in items):
             raise ValueError(f"{where} must be a number, got {value!r}")
         check_field(f, value, where)
-
-
-def int_list(text: str, minimum: int = 1) -> tuple[int, ...]:
-    """A flag's comma-separated whole numbers (``"10,100,1000"``), each at least ``minimum``;
-    an ``argparse`` error naming the text otherwise."""
-    try:
-        values = tuple(int(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected whole numbers separated by commas, got {text!r}"
-        ) from None
-    if not values or min(values) < minimum:
-        raise argparse.ArgumentTypeError(f"expected whole numbers of at least {minimum}, got {text!r}")
-    return values
-
-
-def positive_int(text: str) -> int:
-    """A whole number >= 1 (argparse type)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
-    return value
-
-
-def add_threads(parser: Any) -> None:
-    """The ``--threads`` flag: PyTorch's CPU threads for the command (see :func:`use_threads`)."""
-    parser.add_argument(
-        "--threads",
-        type=positive_int,
-        default=None,
-        help="PyTorch's CPU threads (default: one per core); with other jobs on the machine give "
-        "each job its share",
-    )
-
-
-def use_threads(args: argparse.Namespace) -> None:
-    """Set PyTorch's CPU threads from ``--threads``, if given."""
-    if getattr(args, "threads", None) is not None:
-        import torch
-
-        torch.set_num_threads(args.threads)
-
-
-def add_run_flags(parser: Any, out: str, files: str, quick: dict[str, Any]) -> None:
-    """An experiment command's common flags: ``--out`` (default ``out``, where ``files`` go),
-    ``--quick`` (``quick``'s values for the settings not given), ``--quiet`` and ``--threads``."""
-    parser.add_argument("--out", default=out, help=f"{files} go here")
-    parser.add_argument("--quick", action="store_true", help=f"a first try: {quick} unless given")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
-    add_threads(parser)
-
-
-def command_settings(cls: type[T], args: argparse.Namespace, quick: dict[str, Any]) -> T:
-    """A command's settings (flags from :func:`add_run_flags`): ``cls`` from the flags given, with
-    ``quick``'s values for the settings not given under ``--quick``; PyTorch's threads set."""
-    use_threads(args)
-    settings = from_args(cls, args)
-    return unless_given(settings, quick) if args.quick else settings
 
 
 def known_names(choices: tuple[str, ...], what: str) -> Callable[[tuple[str, ...], str], None]:

@@ -12,7 +12,7 @@ the truth is 1) and predictive sd (both), each the root of the mean variance ove
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +119,3 @@ def synthetic_figure(results: dict[str, Any], path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
-
-
-def synthetic_settings(s: CurveSettings) -> CurveSettings:
-    return replace(s, **SYNTHETIC)

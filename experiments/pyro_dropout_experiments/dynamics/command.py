@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..core import add_flags, add_run_flags, command_settings
+from ..core import add_flags, add_run_flags, command_settings, device_scope
 from .settings import QUICK, DynamicsSettings
 
 __all__ = ["add_dynamics"]
@@ -15,7 +15,8 @@ def _dynamics(args: argparse.Namespace) -> int:
     from .run import run_dynamics
 
     s = command_settings(DynamicsSettings, args, QUICK)
-    results = run_dynamics(s, Path(args.out), not args.quiet)
+    with device_scope(args.device):  # the networks and tensors it makes
+        results = run_dynamics(s, Path(args.out), not args.quiet)
     for agent, runs in results["runs"].items():
         for seed, run in runs.items():
             first, last = run["episodes"][0], run["episodes"][-1]
@@ -32,6 +33,6 @@ def add_dynamics(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "dynamics", help="paper 001 §4.5: Concrete dropout in a cart-pole dynamics model (gymnasium)"
     )
-    add_run_flags(parser, "results/dynamics", "results.json and dynamics.png", QUICK)
+    add_run_flags(parser, "results/dynamics", "results.json and dynamics.png", f"{QUICK} unless given")
     add_flags(parser, DynamicsSettings)
     parser.set_defaults(func=_dynamics)

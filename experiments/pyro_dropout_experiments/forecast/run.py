@@ -34,10 +34,10 @@ def _figure(data: Increments, times: np.ndarray, draws: torch.Tensor, path: Path
     shown = data.t >= times[0] - 8
     ax.plot(data.t[shown & data.train], data.level[shown & data.train], "k-", lw=1, label="training readings")
     ax.plot(data.t[~data.train], data.level[~data.train], "r-", lw=1, label="readings after the training end")
-    mean, sd = draws.mean(0).numpy(), draws.std(0).numpy()
+    mean, sd = draws.mean(0).cpu().numpy(), draws.std(0).cpu().numpy()
     for k in (2, 1):
         ax.fill_between(times, mean - k * sd, mean + k * sd, color="C0", alpha=0.2, lw=0)
-    for row in draws[:5].numpy():
+    for row in draws[:5].cpu().numpy():
         ax.plot(times, row, "-", color="C0", lw=0.4, alpha=0.7)
     ax.plot(times, mean, "C0-", lw=1.5, label="forecast mean, ±1 and ±2 sd, five draws")
     ax.set(xlabel="year", ylabel="CO2 (ppm)")
@@ -79,7 +79,7 @@ def run_forecast(
     draws = draw_trajectories(model, guide, data, s.horizon, s.num_samples, tau)
     step = float(np.median(np.diff(data.t)))
     times = data.t[data.train][-1] + step * np.arange(1, s.horizon + 1)
-    sd = draws.std(0).numpy()
+    sd = draws.std(0).cpu().numpy()
     year = min(s.horizon, round(1 / step)) - 1
     results = {
         "settings": asdict(s),

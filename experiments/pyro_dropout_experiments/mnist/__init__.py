@@ -9,7 +9,7 @@ from .bbalpha import run_bbalpha
 from .concrete_rates import run_concrete_rates
 from .data import ImageSplits, load_splits
 from .ood import run_ood
-from .predictors import mc_probs
+from .probs import mc_probs
 from .rotated import rotate, run_rotated
 from .scores import method_scores
 from .settings import QUICK, MnistSettings

@@ -26,7 +26,7 @@ from .alpha_training import train_with_alpha
 from .attack_scores import targeted_attack, untargeted_attack
 from .bbalpha import alpha_key, resumed
 from .data import load_splits
-from .predictors import mc_probs
+from .probs import mc_probs
 from .settings import MnistSettings
 
 __all__ = ["network_names", "run_adversarial"]

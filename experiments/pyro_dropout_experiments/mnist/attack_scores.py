@@ -11,7 +11,7 @@ import torch
 from pyro_dropout.attacks import fgs
 from pyro_dropout.metrics import auroc, mutual_information, predictive_entropy
 
-from .predictors import mc_probs
+from .probs import mc_probs
 
 __all__ = ["targeted_attack", "untargeted_attack"]
 

@@ -19,7 +19,7 @@ from .alpha_figures import bbalpha_figure
 from .alpha_settings import AlphaSettings
 from .alpha_training import train_with_alpha
 from .data import load_splits
-from .predictors import mc_probs
+from .probs import mc_probs
 from .settings import MnistSettings
 
 __all__ = ["alpha_key", "resumed", "run_bbalpha"]

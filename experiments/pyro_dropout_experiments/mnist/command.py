@@ -1,24 +1,37 @@
 """``pyro-dropout mnist ood | rotated | concrete | bbalpha | adversarial``: their flags, from
 :class:`MnistSettings` (and the experiment's own settings); ``--quick`` sets the quick values of
-the settings not given."""
+the settings whose flags were not given."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..core import add_flags, command_settings, int_list
+from ..core import add_flags, add_run_flags, command_settings, device_scope, int_list, positive_int
 from .alpha_settings import ATTACK_QUICK, BBALPHA_QUICK, AlphaSettings, AttackSettings
-from .predictors import METHODS
+from .methods import METHODS
 from .settings import QUICK, MnistSettings
 
 __all__ = ["add_mnist"]
+
+DATA = "mnist/, fashion-mnist/, notmnist/"
 
 
 def _settings(args: argparse.Namespace, cls: type = MnistSettings, quick: dict | None = None) -> Any:
     """``cls`` from the flags; with ``--quick``, the quick values of the fields not given."""
     return command_settings(cls, args, QUICK if quick is None else quick)
+
+
+def _on_device(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """``run`` with its networks and images on ``--device``."""
+
+    def on_device(args: argparse.Namespace) -> int:
+        with device_scope(args.device):
+            return run(args)
+
+    return on_device
 
 
 def _methods(text: str) -> tuple[str, ...]:
@@ -111,19 +124,8 @@ def _adversarial(args: argparse.Namespace) -> int:
     return 0
 
 
-def _common(parser: argparse.ArgumentParser, out: str, quick: dict | None = None, skip: tuple = ()) -> None:
-    parser.add_argument("--out", default=out, help=f"results.json and the figures go here (default: {out})")
-    parser.add_argument(
-        "--data-dir",
-        default=None,
-        help="folder holding mnist/, fashion-mnist/, notmnist/ (default: $PYRO_DROPOUT_DATA)",
-    )
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help=f"a first try, under 10 minutes on 2 cores: {QUICK if quick is None else quick} unless given",
-    )
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+def _common(parser: argparse.ArgumentParser, out: str, quick: dict, skip: tuple = ("ensemble_size",)) -> None:
+    add_run_flags(parser, out, "results.json and the figures", f"{quick} unless given", data=DATA)
     add_flags(parser, MnistSettings, skip=skip)
 
 
@@ -135,39 +137,41 @@ def add_mnist(sub: argparse._SubParsersAction) -> None:
     ood = experiments.add_parser(
         "ood", help="OOD and misclassification detection, calibration: five methods on LeNet"
     )
-    _common(ood, "results/mnist-ood")
+    _common(ood, "results/mnist-ood", QUICK, skip=())
     ood.add_argument(
         "--methods", type=_methods, default=METHODS, help=f"comma-separated (default: {','.join(METHODS)})"
     )
-    ood.set_defaults(func=_ood)
+    ood.set_defaults(func=_on_device(_ood))
     rotated = experiments.add_parser("rotated", help="paper 000 Fig. 4: a rotated digit 1 under MC dropout")
-    _common(rotated, "results/mnist-rotated")
-    rotated.set_defaults(func=_rotated)
+    _common(rotated, "results/mnist-rotated", QUICK)
+    rotated.set_defaults(func=_on_device(_rotated))
     concrete = experiments.add_parser("concrete", help="paper 001 Figs. 5-6: converged Concrete p per layer")
-    _common(concrete, "results/mnist-concrete")
+    _common(
+        concrete, "results/mnist-concrete", QUICK | {"sizes": "1000,5000", "widths": "512", "min_steps": 1000}
+    )
     concrete.add_argument(
         "--sizes",
         type=int_list,
         default=None,
-        help="training set sizes (default 1000,5000,10000,25000,50000; quick 1000,5000)",
+        help="training set sizes (default 1000,5000,10000,25000,50000)",
     )
     concrete.add_argument(
         "--widths",
         type=int_list,
         default=None,
-        help="hidden units per layer (default 128,256,512,1024; quick 512)",
+        help="hidden units per layer (default 128,256,512,1024)",
     )
     concrete.add_argument(
-        "--min-steps", type=int, default=None, help="fewest steps of a run (default 2000; quick 1000)"
+        "--min-steps", type=positive_int, default=None, help="fewest steps of a run (default 2000)"
     )
-    concrete.set_defaults(func=_concrete)
+    concrete.set_defaults(func=_on_device(_concrete))
     bbalpha = experiments.add_parser("bbalpha", help="paper 003 Figs. 4-5: BB-α on the 2x100 MLP and a CNN")
-    _common(bbalpha, "results/mnist-bbalpha", BBALPHA_QUICK, skip=("ensemble_size",))
+    _common(bbalpha, "results/mnist-bbalpha", BBALPHA_QUICK)
     add_flags(bbalpha, AlphaSettings)
-    bbalpha.set_defaults(func=_bbalpha)
+    bbalpha.set_defaults(func=_on_device(_bbalpha))
     attack = experiments.add_parser(
         "adversarial", help="paper 003 Figs. 6-7: gradient-sign attacks and detection"
     )
     _common(attack, "results/mnist-adversarial", ATTACK_QUICK, skip=("ensemble_size", "num_samples"))
     add_flags(attack, AttackSettings)
-    attack.set_defaults(func=_adversarial)
+    attack.set_defaults(func=_on_device(_adversarial))

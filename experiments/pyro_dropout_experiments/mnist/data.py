@@ -26,8 +26,13 @@ class ImageSplits:
     ood: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
+def _tensor(a: np.ndarray) -> torch.Tensor:
+    """``a`` on PyTorch's default device (the command's ``--device``)."""
+    return torch.from_numpy(np.ascontiguousarray(a)).to(torch.get_default_device())
+
+
 def _tensors(x: np.ndarray, y: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-    return torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(np.ascontiguousarray(y))
+    return _tensor(x), _tensor(y)
 
 
 def load_splits(
@@ -41,7 +46,7 @@ def load_splits(
 ) -> ImageSplits:
     """MNIST: ``validation`` training images held out (a permutation fixed by ``seed``), the
     first ``train_size`` of the rest for training, and the first ``test_size`` test images (and
-    as many of each ``ood`` set); ``None``: all."""
+    as many of each ``ood`` set); ``None``: all. The tensors are on PyTorch's default device."""
     train, test = load_images("mnist", "train", data_dir), load_images("mnist", "test", data_dir)
     if not 0 < validation < len(train):
         raise ValueError(f"validation must be between 1 and {len(train) - 1} images, got {validation}")
@@ -52,5 +57,5 @@ def load_splits(
         train=_tensors(train.x[train_rows], train.y[train_rows]),
         val=_tensors(train.x[val_rows], train.y[val_rows]),
         test=_tensors(test.x[:n_test], test.y[:n_test]),
-        ood={name: torch.from_numpy(load_images(name, "test", data_dir).x[:n_test].copy()) for name in ood},
+        ood={name: _tensor(load_images(name, "test", data_dir).x[:n_test]) for name in ood},
     )

@@ -21,9 +21,9 @@ def _reliability(probs: dict[str, dict[str, torch.Tensor]], labels: torch.Tensor
     fig, axes = plt.subplots(1, len(probs), figsize=(3.2 * len(probs), 3.4), squeeze=False)
     for ax, (name, by_set) in zip(axes[0], probs.items(), strict=True):
         d = reliability_diagram(by_set["test"], labels, 15)
-        edges = d.bin_edges.numpy()
-        centres, used = (edges[:-1] + edges[1:]) / 2, d.counts.numpy() > 0
-        ax.bar(centres[used], d.accuracy.numpy()[used], width=np.diff(edges)[used], edgecolor="k")
+        edges = d.bin_edges.cpu().numpy()
+        centres, used = (edges[:-1] + edges[1:]) / 2, d.counts.cpu().numpy() > 0
+        ax.bar(centres[used], d.accuracy.cpu().numpy()[used], width=np.diff(edges)[used], edgecolor="k")
         ax.plot([0, 1], [0, 1], "k--", lw=1)
         ax.set(title=f"{name}\nECE {d.ece:.4f}", xlabel="confidence", xlim=(0, 1), ylim=(0, 1))
     axes[0][0].set_ylabel("accuracy")
@@ -40,7 +40,7 @@ def _histograms(probs: dict[str, dict[str, torch.Tensor]], path: Path) -> None:
         per_set = {k: uncertainty(v) for k, v in by_set.items()}
         for row, score in enumerate(scores):
             ax = axes[row][col]
-            values = {k: s[score].numpy() for k, s in per_set.items()}
+            values = {k: s[score].cpu().numpy() for k, s in per_set.items()}
             bins = np.histogram_bin_edges(np.concatenate(list(values.values())), bins=30)
             for k, v in values.items():
                 ax.hist(v, bins=bins, alpha=0.5, density=True, label="mnist" if k == "test" else k)

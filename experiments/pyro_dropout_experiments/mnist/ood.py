@@ -14,7 +14,7 @@ from typing import Any
 
 from .data import OOD_SETS, load_splits
 from .figures import ood_figures
-from .predictors import METHODS, run_method
+from .methods import METHODS, training_of
 from .scores import method_scores
 from .settings import MnistSettings
 
@@ -47,7 +47,7 @@ def run_ood(
         if name in done:  # scored with the training of an earlier method
             continue
         start = time.perf_counter()
-        probs, info = run_method(name, splits, settings, progress)
+        probs, info = training_of(name).fit(splits, settings, progress)
         seconds = time.perf_counter() - start
         for method, by_set in probs.items():
             if method not in methods:

@@ -38,7 +38,7 @@ def rotate(image: torch.Tensor, degrees: list[float]) -> torch.Tensor:
 def _figure(logits: torch.Tensor, images: torch.Tensor, degrees: list[float], path: Path) -> None:
     fig = plot_softmax_scatter(logits, top_k=3, input_labels=[f"{d:.0f}°" for d in degrees])
     strip = fig.add_axes((0.06, 0.9, 0.88, 0.09))
-    strip.imshow(torch.cat(list(images[:, 0]), dim=1).numpy(), cmap="gray_r")
+    strip.imshow(torch.cat(list(images[:, 0]), dim=1).cpu().numpy(), cmap="gray_r")
     strip.axis("off")
     fig.subplots_adjust(top=0.82)
     fig.savefig(path, dpi=110)

@@ -13,6 +13,7 @@ import numpy as np
 
 from pyro_dropout.datasets import Dataset, read_scalar
 
+from ..core.command import check_device
 from ..core.options import unflatten, validate
 
 __all__ = ["CHECKED_SETTINGS", "LEGACY_SETTINGS", "PublishedSetup", "Settings", "UCIBenchmark"]
@@ -27,18 +28,6 @@ LEGACY_SETTINGS: dict[str, Any] = {
 }
 # the shared settings a kept result must have been made with (with all of its method's options)
 CHECKED_SETTINGS = ("epochs_multiplier", "num_samples", "validation_samples", "seed", "init")
-
-
-def check_device(device: str, where: str = "device") -> None:
-    """A clear error for a device this machine does not have (e.g. ``cuda`` without CUDA)."""
-    import torch
-
-    try:
-        kind = torch.device(device).type
-    except RuntimeError:
-        raise ValueError(f"{where}: {device!r} is not a device (use cpu or cuda)") from None
-    if kind == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"{where} {device!r}: CUDA is not available on this machine")
 
 
 def _help(text: str, **more: Any) -> dict[str, Any]:

@@ -76,9 +76,27 @@ def test_stored_keys_round_trip_and_missing_keys_take_the_legacy_value():
 def test_quick_values_go_to_the_flags_not_given_the_later_change_winning():
     args = _parser().parse_args(["--my-steps", "7"])
     given = from_args(Options, args, "my")
-    out = unless_given(given, {"steps": 2, "rate": 0.1, "other": 1}, {"rate": 0.2, "kind": "b"})
+    out = unless_given(
+        given, {"steps": 2, "rate": 0.1, "other": 1}, {"rate": 0.2, "kind": "b"}, given={"steps"}
+    )
     assert (out.steps, out.rate, out.kind, out.scales) == (7, 0.2, "b", (1.0, 2.0))  # "other": no field
-    assert unless_given(given) == given
+    assert unless_given(given, given=set()) == given
+
+
+def test_an_explicit_flag_wins_over_quick_even_at_its_default():
+    """``--my-steps 3`` equals the default and is still the user's choice: --quick leaves it."""
+    from pyro_dropout_experiments.core import Parser, command_settings
+
+    parser = Parser()
+    add_flags(parser, Options, "my")
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(["--my-steps", "3", "--quick"])
+    assert args.given == {"my_steps", "quick"}
+    out = command_settings(Options, args, {"steps": 2, "rate": 0.1}, prefix="my")
+    assert (out.steps, out.rate) == (3, 0.1)
+    args = parser.parse_args(["--my-steps=3", "--quick"])  # the = form is a given flag too
+    assert command_settings(Options, args, {"steps": 2}, prefix="my").steps == 3
+    assert command_settings(Options, parser.parse_args(["--quick"]), {"steps": 2}, prefix="my").steps == 2
 
 
 def test_threads_flag_sets_torchs_threads_and_rejects_nonsense():

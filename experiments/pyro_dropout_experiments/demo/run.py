@@ -14,7 +14,9 @@ from pyro_dropout.infer import BBAlpha, CompiledSVI, DropoutELBO, predict, predi
 from pyro_dropout.metrics import regression_report
 from pyro_dropout.nn import MLP
 
-__all__ = ["make_data", "run_demo"]
+from .settings import DemoSettings
+
+__all__ = ["DemoSettings", "make_data", "run_demo"]
 
 
 def make_data(n: int = 200, noise: float = 0.3, seed: int = 0) -> tuple[torch.Tensor, ...]:
@@ -40,15 +42,15 @@ def _train(svi: CompiledSVI, x: torch.Tensor, y: torch.Tensor, steps: int) -> fl
     return time.perf_counter() - start
 
 
-def run_demo(
-    out: Path, steps: int = 3000, num_samples: int = 1000, seed: int = 0, loss: str = "elbo"
-) -> dict:
+def run_demo(out: Path, s: DemoSettings | None = None) -> dict:
     """Train, print the figures of the predictive, and write ``demo.png``; returns the figures."""
+    s = DemoSettings() if s is None else s
+    steps, num_samples, seed, loss = s.steps, s.num_samples, s.seed, s.loss
     out.mkdir(parents=True, exist_ok=True)
     pyro.set_rng_seed(seed)
     pyro.clear_param_store()
-    x, y, x_test, y_test = make_data(seed=seed)
-    model = MLP(1, hidden=(64, 64), tau=1 / 0.3**2)
+    x, y, x_test, y_test = (t.to(s.device) for t in make_data(seed=seed))
+    model = MLP(1, hidden=(64, 64), tau=1 / 0.3**2).to(s.device)
     guide = DropoutGuide(model, dropout=0.1)
     objective = DropoutELBO(num_particles=4) if loss == "elbo" else BBAlpha(0.5, num_particles=10)
     svi = CompiledSVI(
@@ -82,5 +84,4 @@ def run_demo(
         title="MC dropout: the predictive widens away from the data",
     )
     fig.savefig(out / "demo.png", dpi=120)
-    print(f"wrote {out / 'demo.png'}")
     return figures

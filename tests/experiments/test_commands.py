@@ -1,0 +1,129 @@
+"""Every ``pyro-dropout`` command behaves the same way: the flags of a command that trains, one
+line for every error, help texts that are right, and ``--help`` without importing a method."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from pyro_dropout_experiments.cli import build_parser, main
+from pyro_dropout_experiments.core import QUICK_BUDGET
+
+# every command that trains, with the arguments it requires
+TRAINING = {
+    "demo": ["demo"],
+    "uci": ["uci", "--dataset", "bostonHousing", "--method", "mc-dropout"],
+    "mnist ood": ["mnist", "ood"],
+    "mnist rotated": ["mnist", "rotated"],
+    "mnist concrete": ["mnist", "concrete"],
+    "mnist bbalpha": ["mnist", "bbalpha"],
+    "mnist adversarial": ["mnist", "adversarial"],
+    "co2": ["co2"],
+    "solar": ["solar"],
+    "synthetic": ["synthetic"],
+    "forecast": ["forecast"],
+    "bandit": ["bandit"],
+    "rl": ["rl"],
+    "dynamics": ["dynamics"],
+}
+OTHERS = {"uci-table": ["uci-table"], "uci-status": ["uci-status"], "download-uci": ["download-uci"]}
+
+
+def _parser_of(words: list[str]) -> argparse.ArgumentParser:
+    """The subparser of a command (``["mnist", "ood"]``: two levels down)."""
+    parser = build_parser(words[0])
+    for word in words:
+        if word.startswith("-"):
+            break
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.choices[word]
+    return parser
+
+
+def _words(argv: list[str]) -> list[str]:
+    return [w for w in argv[: 2 if argv[0] == "mnist" else 1]]
+
+
+@pytest.mark.parametrize("name", [*TRAINING, *OTHERS])
+def test_every_option_has_help_and_states_its_default_once(name):
+    argv = {**TRAINING, **OTHERS}[name]
+    parser = _parser_of(_words(argv))
+    problems = []
+    for action in parser._actions:
+        if not action.option_strings or action.help == argparse.SUPPRESS:
+            continue
+        text = action.help or ""
+        flag = action.option_strings[-1]
+        if len(text.strip()) < 5:
+            problems.append(f"{flag}: no help text")
+        if text.count("default") > 1:
+            problems.append(f"{flag}: states its default twice: {text!r}")
+        if "(default None)" in text:
+            problems.append(f"{flag}: 'default None' says nothing: {text!r}")
+    assert not problems, "\n".join(problems)
+    parser.format_help()  # renders
+
+
+@pytest.mark.parametrize("name", TRAINING)
+def test_every_command_that_trains_takes_device_threads_and_quick(name):
+    flags = {o for a in _parser_of(_words(TRAINING[name]))._actions for o in a.option_strings}
+    assert {"--device", "--threads", "--quick", "--out"} <= flags
+    quick = next(a for a in _parser_of(_words(TRAINING[name]))._actions if "--quick" in a.option_strings)
+    assert QUICK_BUDGET in quick.help  # one promise, stated once in core.command
+
+
+def test_commands_read_data_only_where_they_have_data():
+    no_data = ["synthetic", "bandit", "rl", "dynamics", "demo"]
+    for name in no_data:
+        flags = {o for a in _parser_of([name])._actions for o in a.option_strings}
+        assert "--data-dir" not in flags, name
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error where there is no CUDA")
+@pytest.mark.parametrize("name", TRAINING)
+def test_device_cuda_without_cuda_is_one_line(name, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main([*TRAINING[name], "--device", "cuda"])
+    err = capsys.readouterr().err.strip()
+    assert stop.value.code == 2 and len(err.splitlines()) == 1
+    assert "CUDA is not available" in err and err.startswith("pyro-dropout")
+
+
+@pytest.mark.parametrize("name", TRAINING)
+def test_an_out_folder_that_cannot_be_one_is_one_line(name, tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    assert main([*TRAINING[name], "--out", str(blocker / "sub")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "is a file, not a folder" in err
+    assert main([*TRAINING[name], "--out", str(blocker)]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+
+
+def test_misspelt_commands_get_the_closest_match(capsys):
+    for argv, hint in [(["ucii"], "did you mean 'uci'"), (["mnist", "rotaed"], "did you mean 'rotated'")]:
+        with pytest.raises(SystemExit):
+            main(argv)
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and hint in err
+
+
+def test_help_imports_no_method():
+    code = (
+        "import sys, contextlib, io\n"
+        "from pyro_dropout_experiments.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    main(['--help'])\n"
+        "print(sorted(m for m in sys.modules if '.uci.methods' in m))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_the_uci_help_lists_every_methods_flags():
+    flags = {o for a in _parser_of(["uci"])._actions for o in a.option_strings}
+    assert {"--concrete-tau-grid", "--bbalpha-particles", "--hmc-warmup"} <= flags
