@@ -4,12 +4,13 @@ MC dropout (Gal & Ghahramani, 2016), Concrete dropout (Gal, Hron & Kendall, 2017
 the BB-alpha energy (Li & Gal, 2017) as a Pyro guide and Pyro losses.
 """
 
-from . import distributions, export, guides, infer, metrics, nn, runtime
+from . import distributions, export, guides, infer, metrics, nn, prediction, runtime
 from .distributions import BernoulliDropout, ConcreteDropout, QuantisedGaussian
 from .export import to_arviz
 from .guides import DropoutGuide
-from .infer import BBAlpha, CompiledSVI, DropoutELBO, Predictions, predict, predict_standard
+from .infer import BBAlpha, CompiledSVI, DropoutELBO
 from .metrics import evaluate
+from .prediction import Predictions, predict, predict_standard
 
 __version__ = "0.1.0"
 
@@ -32,6 +33,7 @@ __all__ = [
     "nn",
     "predict",
     "predict_standard",
+    "prediction",
     "runtime",
     "to_arviz",
 ]

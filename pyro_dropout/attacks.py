@@ -34,8 +34,8 @@ import pyro.distributions as dist
 import torch
 from pyro import poutine
 
-from .infer.collect import DRAWS_PLATE, plate_nesting
-from .infer.inputs import has_non_finite
+from .infer.input_checks import has_non_finite
+from .prediction.collect import DRAWS_PLATE, plate_nesting
 
 __all__ = ["fgs", "iterative_fgs", "predictive_log_probs"]
 

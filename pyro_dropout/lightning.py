@@ -34,8 +34,8 @@ from typing import Any, cast
 import torch
 from pyro.poutine.messenger import Message, Messenger
 
-from .infer import predict
 from .metrics import evaluate
+from .prediction import predict
 
 try:
     import lightning

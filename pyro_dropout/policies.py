@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from pyro import poutine
 
-from .infer.inputs import has_non_finite
+from .infer.input_checks import has_non_finite
 
 __all__ = ["EpsilonGreedy", "ThompsonSampling"]
 

@@ -7,8 +7,8 @@ import torch
 
 from pyro_dropout.attacks import fgs, iterative_fgs, predictive_log_probs
 from pyro_dropout.guides import DropoutGuide
-from pyro_dropout.infer import predict
 from pyro_dropout.nn import MLP, from_module
+from pyro_dropout.prediction import predict
 
 
 def _fitted(dropout, hidden=()):

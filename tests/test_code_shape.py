@@ -18,6 +18,7 @@ LAYERS = [
     {"nn"},
     {"guides"},
     {"infer"},
+    {"prediction"},
     {"metrics", "export", "attacks", "policies", "lightning"},
     {"baselines", "datasets"},
     {"__init__"},

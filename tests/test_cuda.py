@@ -66,7 +66,7 @@ def test_evaluate_streams_on_the_gpu():
 
 def test_auto_chunks_on_the_gpu_are_few_and_large():
     """On a GPU the chunk is sized from a memory budget, not capped at 100 draws as on a CPU."""
-    from pyro_dropout.infer import predict_chunks
+    from pyro_dropout.prediction.predictive import predict_chunks
 
     model = MLP(3, hidden=(16,), tau=1.0).cuda()
     guide = DropoutGuide(model, dropout=0.1)

@@ -19,6 +19,7 @@ API = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text()
         "nn",
         "guides",
         "infer",
+        "prediction",
         "metrics",
         "attacks",
         "policies",

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from pyro_dropout.infer import predict_standard
+from pyro_dropout.prediction import predict_standard
 from pyro_dropout.runtime import tune_cpu_allocator
 from pyro_dropout_experiments.core import parse_splits
 from pyro_dropout_experiments.uci import (

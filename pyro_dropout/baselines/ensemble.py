@@ -27,8 +27,8 @@ from typing import Any
 import torch
 
 from ..guides import DropoutGuide, init_to_fan_in
-from ..infer import predict_standard
 from ..nn import MLP
+from ..prediction import predict_standard
 
 __all__ = ["deep_ensemble", "ensemble_predictive", "point_estimate_guide"]
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..infer.predictive import Predictions, predict, predict_from_samples
+from ..prediction.predictive import Predictions, predict, predict_from_samples
 from ._arviz_compat import build
 
 __all__ = ["from_predictions", "from_samples", "mcmc_to_arviz", "to_arviz"]
@@ -97,7 +97,7 @@ def from_predictions(
     coords: dict[str, Any] | None = None,
     dims: dict[str, list[str]] | None = None,
 ) -> Any:
-    """Export :class:`~pyro_dropout.infer.Predictions`: predictive draws, pointwise
+    """Export :class:`~pyro_dropout.prediction.Predictions`: predictive draws, pointwise
     log-likelihood, observed data, and a posterior group.
 
     ``posterior``: ``"auto"`` (default) keeps the latent sites with at most 10,000 values
@@ -137,7 +137,7 @@ def to_arviz(
     included) and export them for ArviZ: ``posterior_predictive``, ``log_likelihood`` (per
     observation), ``observed_data`` and ``posterior`` (see :func:`from_predictions`); the
     draws form one chain. ``parallel=False``: one unbatched pass per draw, for a model that
-    cannot take batched weights (as :func:`~pyro_dropout.infer.predict`).
+    cannot take batched weights (as :func:`~pyro_dropout.prediction.predict`).
 
     Usage::
 

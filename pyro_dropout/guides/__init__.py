@@ -1,13 +1,12 @@
 """Guides: ``DropoutGuide``, an autoguide with the dropout variational family."""
 
 from .dropout_guide import DropoutGuide, DropoutSpec, Rate
-from .initialization import base_prior, init_sites_to, init_to_fan_in, init_to_glorot, is_gaussian_prior
+from .initialization import init_sites_to, init_to_fan_in, init_to_glorot, is_gaussian_prior
 
 __all__ = [
     "DropoutGuide",
     "DropoutSpec",
     "Rate",
-    "base_prior",
     "init_sites_to",
     "init_to_fan_in",
     "init_to_glorot",

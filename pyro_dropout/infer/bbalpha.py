@@ -11,9 +11,9 @@ from pyro.infer import ELBO
 from pyro.poutine.trace_struct import Trace
 
 from ..ops import log_mean_exp
-from .compiling import check_jit
-from .inputs import check_finite_inputs, check_not_empty
-from .traces import (
+from .fast.compiled import check_jit
+from .input_checks import check_finite_inputs, check_not_empty
+from .loss_terms import (
     PARTICLE_PLATE,
     DropoutTraceMixin,
     latent_penalty,

@@ -14,10 +14,10 @@ from pyro.infer import SVI
 from pyro.infer.util import is_validation_enabled
 from pyro.optim import PyroOptim
 
-from .compiling import check_jit
 from .divergence import check_gradients, check_loss
-from .inputs import check_finite_inputs, check_not_empty, checked_outside
-from .tracing import TracedLoss, rng_state, set_rng_state_on
+from .fast.compiled import check_jit
+from .fast.traced import TracedLoss, rng_state, set_rng_state_on
+from .input_checks import check_finite_inputs, check_not_empty, checked_outside
 
 __all__ = ["CompiledSVI"]
 
@@ -40,7 +40,7 @@ class CompiledSVI(SVI):
     step. ``jit_compile=False`` keeps the single optimizer but runs the loss eagerly;
     ``jit_compile="compile"`` also compiles each trace with :func:`torch.compile` (fused
     kernels for the loss and its gradient, after a first compile of seconds to a minute; see
-    :mod:`pyro_dropout.infer.compiling`).
+    :mod:`pyro_dropout.infer.fast.compiled`).
 
     PyTorch deprecates TorchScript, :func:`torch.jit.trace` included, from 2.11; in 2.13, the
     version tested here, it still works and warns on each trace (silenced here with the

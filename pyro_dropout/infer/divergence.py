@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from .inputs import has_non_finite, named_inputs
+from .input_checks import has_non_finite, named_inputs
 
 __all__ = ["DivergenceError", "check_gradients", "check_loss", "diagnose"]
 

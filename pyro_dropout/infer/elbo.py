@@ -9,9 +9,9 @@ import torch
 from pyro.infer import TraceMeanField_ELBO
 from pyro.poutine.trace_struct import Trace
 
-from .compiling import check_jit
-from .inputs import check_finite_inputs, check_not_empty
-from .traces import DropoutTraceMixin, latent_penalty, likelihood_sites
+from .fast.compiled import check_jit
+from .input_checks import check_finite_inputs, check_not_empty
+from .loss_terms import DropoutTraceMixin, latent_penalty, likelihood_sites
 
 __all__ = ["DropoutELBO", "log_likelihood_sum"]
 
@@ -52,7 +52,7 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
     with :func:`torch.compile` into fused kernels for the loss and its gradient: the fastest
     step, after a first compile of seconds to a minute per input shape (cached on disk across
     processes); where compiling fails it warns and traces instead
-    (:mod:`pyro_dropout.infer.compiling`).
+    (:mod:`pyro_dropout.infer.fast.compiled`).
 
     Usage::
 

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..infer.divergence import DivergenceError, diagnose
-from ..infer.predictions import Predictions
-from ..infer.predictive import predict_chunks, predict_standard
+from ..prediction.draws import Predictions
+from ..prediction.predictive import predict_chunks, predict_standard
 from .classification import brier_score, reliability_diagram
 from .ranking import auroc
 from .regression import miscalibration_area_from_pit

@@ -8,8 +8,8 @@ from typing import Any
 
 import torch
 
-from ..infer.predictive import Predictions
 from ..ops import log_mean_exp
+from ..prediction.predictive import Predictions
 from .classification import (
     brier_score,
     mutual_information,

@@ -7,7 +7,7 @@ from pyro.infer import SVI
 
 from pyro_dropout import DropoutELBO
 from pyro_dropout.baselines import deep_ensemble, ensemble_predictive
-from pyro_dropout.infer import predict_standard
+from pyro_dropout.prediction import predict_standard
 
 
 def _train(model, guide, x, y, steps=300):

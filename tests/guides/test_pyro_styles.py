@@ -14,7 +14,7 @@ from pyro.infer import SVI, Predictive, Trace_ELBO
 from pyro.infer.autoguide import AutoNormal
 
 from pyro_dropout import BBAlpha, DropoutELBO, DropoutGuide, evaluate, predict, to_arviz
-from pyro_dropout.infer.batched import BatchedDrawError
+from pyro_dropout.infer.batched_errors import BatchedDrawError
 
 from . import styles
 

@@ -137,7 +137,7 @@ def test_a_model_that_cannot_broadcast_predicts_one_draw_at_a_time():
 def test_a_model_that_cannot_take_batched_weights_is_told_how_to_go_on():
     """torch's 't() expects a tensor with <= 2 dimensions' becomes an error naming the switch; the
     model's own errors (a ValueError of its making) pass through unchanged."""
-    from pyro_dropout.infer.batched import BatchedDrawError, explain_batched_failure
+    from pyro_dropout.infer.batched_errors import BatchedDrawError, explain_batched_failure
 
     def model(x, y=None):
         w = pyro.sample("w", dist.Normal(0.0, 1.0).expand([1, 3]).to_event(2))

@@ -4,14 +4,14 @@ import pytest
 import torch
 
 from pyro_dropout import DropoutGuide, predict
-from pyro_dropout.infer.chunks import (
+from pyro_dropout.nn import MLP
+from pyro_dropout.prediction.chunks import (
     ACCELERATOR_CHUNK_BYTES,
     MAX_AUTO_CHUNK,
     auto_chunk_size,
     chunk_sizes,
     largest_tensor_bytes,
 )
-from pyro_dropout.nn import MLP
 
 
 def test_chunk_sizes_cover_the_draws():
@@ -57,7 +57,7 @@ def test_auto_chunk_on_a_gpu_takes_few_large_chunks_within_a_memory_budget(monke
 
 
 def test_predict_sizes_its_chunks_from_the_widest_layer(monkeypatch):
-    import pyro_dropout.infer.engine as engine_module
+    import pyro_dropout.prediction.engine as engine_module
 
     monkeypatch.setenv("PYRO_DROPOUT_CACHE_MB", "1")
     seen = []

@@ -146,7 +146,7 @@ def test_svi_step_decreases_the_loss():
 
 
 def test_finite_check_edge_cases():
-    from pyro_dropout.infer.inputs import has_non_finite
+    from pyro_dropout.infer.input_checks import has_non_finite
 
     # huge but finite values whose float64 sum overflows are still finite
     assert not has_non_finite(torch.full((4,), 1e308, dtype=torch.float64))

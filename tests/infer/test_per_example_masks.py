@@ -9,7 +9,9 @@ import torch
 from torch.distributions import kl_divergence
 
 from pyro_dropout import BBAlpha, DropoutELBO, DropoutGuide, QuantisedGaussian
-from pyro_dropout.infer import CompiledSVI, importance_trace, log_likelihood_sum
+from pyro_dropout.infer import CompiledSVI
+from pyro_dropout.infer.elbo import log_likelihood_sum
+from pyro_dropout.infer.loss_terms import importance_trace
 from pyro_dropout.nn import MLP
 from pyro_dropout.nn.functional import conv2d, linear
 

@@ -6,8 +6,8 @@ from pyro.infer import SVI
 from pyro.nn import PyroModule
 
 from pyro_dropout import DropoutELBO, DropoutGuide, predict, predict_standard
-from pyro_dropout.infer import predict_from_samples
 from pyro_dropout.nn import MLP, Linear
+from pyro_dropout.prediction import predict_from_samples
 
 
 def _trained(likelihood="normal", steps=200, **kwargs):

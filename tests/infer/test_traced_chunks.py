@@ -9,13 +9,13 @@ import pyro.distributions as dist
 import pytest
 import torch
 
-import pyro_dropout.infer.engine as engine_module
-import pyro_dropout.infer.traced_chunks as traced_chunks
+import pyro_dropout.prediction.engine as engine_module
+import pyro_dropout.prediction.replay as traced_chunks
 from pyro_dropout import DropoutGuide, predict
-from pyro_dropout.infer import predict_chunks
-from pyro_dropout.infer.traced_chunks import TracedChunk
 from pyro_dropout.nn import MLP
 from pyro_dropout.nn.functional import linear
+from pyro_dropout.prediction.predictive import predict_chunks
+from pyro_dropout.prediction.replay import TracedChunk
 
 from .models import data, raw_regression
 

@@ -4,8 +4,7 @@ import torch
 from pyro import poutine
 from pyro.poutine.util import site_is_subsample
 
-from pyro_dropout.distributions import QuantisedGaussian
-from pyro_dropout.guides import base_prior
+from pyro_dropout.distributions import QuantisedGaussian, base_prior
 from pyro_dropout.nn import MLP, Conv2d, Linear
 
 

@@ -12,7 +12,8 @@ from pyro.nn import PyroModule
 from pyro.poutine.util import prune_subsample_sites
 
 from pyro_dropout import DropoutGuide, predict
-from pyro_dropout.infer import BBAlpha, DropoutELBO, latent_penalty
+from pyro_dropout.infer import BBAlpha, DropoutELBO
+from pyro_dropout.infer.loss_terms import latent_penalty
 from pyro_dropout.nn import GRU, LSTM, Linear
 from pyro_dropout.nn.masking import per_example_masks
 

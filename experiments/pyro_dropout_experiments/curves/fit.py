@@ -13,8 +13,9 @@ import torch
 
 from pyro_dropout.baselines import fit_gp, gp_predictive
 from pyro_dropout.guides import DropoutGuide, init_sites_to
-from pyro_dropout.infer import CompiledSVI, DropoutELBO, predict, predict_standard
+from pyro_dropout.infer import CompiledSVI, DropoutELBO
 from pyro_dropout.nn import MLP
+from pyro_dropout.prediction import predict, predict_standard
 
 from ..core.training import Standardiser, train_runs
 from .settings import CurveSettings

@@ -10,9 +10,10 @@ import torch
 
 from pyro_dropout.export import plot_regression
 from pyro_dropout.guides import DropoutGuide
-from pyro_dropout.infer import BBAlpha, CompiledSVI, DropoutELBO, predict, predict_standard
+from pyro_dropout.infer import BBAlpha, CompiledSVI, DropoutELBO
 from pyro_dropout.metrics import regression_report
 from pyro_dropout.nn import MLP
+from pyro_dropout.prediction import predict, predict_standard
 
 from .settings import DemoSettings
 

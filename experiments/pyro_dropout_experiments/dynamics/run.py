@@ -17,7 +17,8 @@ from pyro import poutine
 from tqdm.auto import tqdm
 
 from pyro_dropout.guides import DropoutGuide
-from pyro_dropout.infer import CompiledSVI, DropoutELBO, predict
+from pyro_dropout.infer import CompiledSVI, DropoutELBO
+from pyro_dropout.prediction import predict
 
 from ..core import missing_runs, resume_runs, store_run
 from ..rl.run import make_env

@@ -11,7 +11,7 @@ import pyro
 import torch
 from pyro import poutine
 
-from pyro_dropout.infer import DRAWS_PLATE
+from pyro_dropout.prediction import DRAWS_PLATE
 
 from .data import Increments
 

@@ -16,7 +16,8 @@ import torch
 
 from pyro_dropout.export import pyplot
 from pyro_dropout.guides import DropoutGuide
-from pyro_dropout.infer import DropoutELBO, predict
+from pyro_dropout.infer import DropoutELBO
+from pyro_dropout.prediction import predict
 
 from ..core import held_out_tau
 from ..mnist.training import train_classifier

@@ -18,9 +18,9 @@ import torch
 
 from pyro_dropout.export import pyplot
 from pyro_dropout.guides import DropoutGuide
-from pyro_dropout.infer import predict
 from pyro_dropout.metrics import accuracy
 from pyro_dropout.nn import concrete_mlp
+from pyro_dropout.prediction import predict
 
 from .data import load_splits
 from .settings import MnistSettings

@@ -8,8 +8,8 @@ from typing import Any
 
 import torch
 
-from pyro_dropout.infer import predict, predict_standard
 from pyro_dropout.metrics import fit_temperature
+from pyro_dropout.prediction import predict, predict_standard
 
 from .data import ImageSplits
 

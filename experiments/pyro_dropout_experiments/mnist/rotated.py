@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from pyro_dropout.export import plot_softmax_scatter, pyplot
-from pyro_dropout.infer import predict
 from pyro_dropout.metrics import mutual_information, predictive_entropy, variation_ratio
+from pyro_dropout.prediction import predict
 
 from .data import load_splits
 from .settings import MnistSettings

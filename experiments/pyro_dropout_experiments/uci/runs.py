@@ -14,9 +14,10 @@ import pyro
 import torch
 
 from pyro_dropout.guides import init_to_fan_in, init_to_glorot
-from pyro_dropout.infer import CompiledSVI, predict, predict_standard
+from pyro_dropout.infer import CompiledSVI
 from pyro_dropout.metrics import score_gaussian_draws
 from pyro_dropout.nn import MLP
+from pyro_dropout.prediction import predict, predict_standard
 
 from ..core.checkpoint import Checkpoints, TrainingCheckpoint
 from ..core.options import flatten

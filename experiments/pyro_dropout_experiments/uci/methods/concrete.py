@@ -28,7 +28,8 @@ from typing import Any, cast
 import torch
 
 from pyro_dropout.guides import DropoutGuide, init_sites_to
-from pyro_dropout.infer import DropoutELBO, predict
+from pyro_dropout.infer import DropoutELBO
+from pyro_dropout.prediction import predict
 
 from ...core import held_out_tau, m_step_tau
 from ..method import AfterTraining, BuildContext, GridSetup, Method

@@ -8,8 +8,8 @@ from typing import Any
 import torch
 
 from pyro_dropout.baselines import run_nuts
-from pyro_dropout.infer import predict_from_samples
 from pyro_dropout.nn import MLP
+from pyro_dropout.prediction import predict_from_samples
 
 from ..method import GridSetup, Method
 

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from pyro.util import get_rng_state, set_rng_state
 
-from .compiling import compile_loss
+from .compiled import compile_loss
 
 __all__ = [
     "TensorSlots",
@@ -116,7 +116,7 @@ class TracedLoss:
     on a forked random state, so the draws of training do not depend on when a trace is made.
 
     ``mode="compile"`` compiles each trace with :func:`torch.compile`
-    (:func:`~pyro_dropout.infer.compiling.compile_loss`); where that fails, a warning says
+    (:func:`~pyro_dropout.infer.fast.compiled.compile_loss`); where that fails, a warning says
     why and this object traces with :func:`torch.jit.trace` from then on."""
 
     def __init__(self, loss: Callable[..., torch.Tensor], mode: str = "trace") -> None:

@@ -9,11 +9,11 @@ import torch
 from pyro import poutine
 from pyro.poutine.trace_struct import Trace
 
+from ..infer.loss_terms import Site
 from .collect import Buffers, Outputs
+from .draws import Predictions
 from .engine import device_of, draw_chunks, prepare, wanted_sites
-from .predictions import Predictions
-from .traced_chunks import leaf_params
-from .traces import Site
+from .replay import leaf_params
 
 __all__ = [
     "Predictions",
@@ -64,7 +64,7 @@ def predict(
     cache (measured on one draw's pass), at most 100 draws; on a GPU, within a memory budget
     (1 GiB, or an eighth of the free memory where that is less): few, large chunks. With ``jit``
     the chunks after the first replay one :func:`torch.jit.trace` of the guide and the model,
-    where that is safe and gives the eager pass's draws (:mod:`pyro_dropout.infer.traced_chunks`),
+    where that is safe and gives the eager pass's draws (:mod:`pyro_dropout.prediction.replay`),
     so small chunks cost no more than large ones. Tensors are moved to the
     device of the model's (or guide's) parameters. Pass observations as the model's
     usual argument to get :math:`\log p(y_n \mid x_n, \omega_t)` as well.

@@ -32,10 +32,18 @@ from typing import Any
 import pyro
 import torch
 
+from ..infer.fast.traced import (
+    TensorSlots,
+    call_key,
+    forked_rng,
+    rng_state,
+    set_rng_state_on,
+    static_key,
+    trace_loss,
+)
 from .chunks import ChunkRunner
 from .collect import Outputs, chunk_outputs
-from .predictions import Predictions
-from .tracing import TensorSlots, call_key, forked_rng, rng_state, set_rng_state_on, static_key, trace_loss
+from .draws import Predictions
 
 __all__ = ["MAX_KEPT_TRACES", "TracedChunk", "leaf_params", "trace_chunk"]
 

@@ -18,10 +18,10 @@ from torch.distributions import kl_divergence
 
 from ..distributions import MaskedWeight, base_prior
 from ..nn import masking
-from .batched import explain_batched_failure
+from .batched_errors import explain_batched_failure
 from .divergence import check_gradients, check_loss
-from .inputs import check_finite_inputs, checking_inside, has_non_finite
-from .jit_loss import JitLoss
+from .fast.jit_loss import JitLoss
+from .input_checks import check_finite_inputs, checking_inside, has_non_finite
 
 __all__ = [
     "PARTICLE_PLATE",

@@ -2,9 +2,9 @@ r"""The losses' fast path: ``DropoutELBO(jit=True)`` and ``BBAlpha(alpha, jit=Tr
 ``pyro.infer.SVI``.
 
 The first step runs eagerly and learns the parameters' names. Later steps run the loss traced
-once per input shape (:class:`~pyro_dropout.infer.tracing.TracedLoss`, the parameters as the
+once per input shape (:class:`~pyro_dropout.infer.fast.traced.TracedLoss`, the parameters as the
 trace's inputs; ``jit="compile"`` compiles the trace with :func:`torch.compile`, see
-:mod:`pyro_dropout.infer.compiling`), and record each parameter with ``pyro.param`` so that
+:mod:`pyro_dropout.infer.fast.compiled`), and record each parameter with ``pyro.param`` so that
 ``SVI`` finds and steps them as usual. Random draws (masks) stay random ops in the trace: each
 step draws anew.
 """
@@ -18,8 +18,8 @@ import pyro
 import torch
 from pyro import poutine
 
-from .inputs import check_finite_inputs, check_not_empty, checked_outside
-from .tracing import TracedLoss
+from ..input_checks import check_finite_inputs, check_not_empty, checked_outside
+from .traced import TracedLoss
 
 __all__ = ["JitLoss"]
 

@@ -7,8 +7,8 @@ import torch
 from pyro.poutine.trace_struct import Trace
 from pyro.poutine.util import site_is_subsample
 
-from .predictions import Predictions
-from .traces import Site
+from ..infer.loss_terms import Site
+from .draws import Predictions
 
 __all__ = [
     "DRAWS_PLATE",

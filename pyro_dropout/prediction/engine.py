@@ -11,11 +11,11 @@ import torch
 from pyro import poutine
 from pyro.poutine.trace_struct import Trace
 
+from ..infer.input_checks import check_finite_inputs, check_not_empty
 from .chunks import ChunkRunner, DrawLatents, auto_chunk_size, chunk_sizes, largest_tensor_bytes
 from .collect import Outputs, chunk_outputs, plate_nesting
-from .inputs import check_finite_inputs, check_not_empty
-from .predictions import Predictions
-from .traced_chunks import TracedChunk, trace_chunk
+from .draws import Predictions
+from .replay import TracedChunk, trace_chunk
 
 __all__ = ["MIN_TRACED_CHUNKS", "check_wanted", "device_of", "draw_chunks", "prepare", "wanted_sites"]
 

@@ -16,7 +16,7 @@ from pyro.poutine.trace_struct import Trace
 from pyro.poutine.util import prune_subsample_sites
 from torch.overrides import TorchFunctionMode
 
-from .batched import explain_batched_failure
+from ..infer.batched_errors import explain_batched_failure
 from .collect import DRAWS_PLATE
 
 __all__ = ["ChunkRunner", "DrawLatents", "auto_chunk_size", "chunk_sizes", "largest_tensor_bytes"]
