@@ -158,3 +158,12 @@ def test_no_circle_in_the_import_graph(top):
     for m in sorted(graph):
         if m not in state:
             visit(m, [m])
+
+
+def test_importing_the_library_loads_no_experiment():
+    import subprocess
+    import sys
+
+    code = "import sys, pyro_dropout; print([m for m in sys.modules if m.startswith('pyro_dropout_experiments')])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"
