@@ -164,6 +164,9 @@ def test_importing_the_library_loads_no_experiment():
     import subprocess
     import sys
 
-    code = "import sys, pyro_dropout; print([m for m in sys.modules if m.startswith('pyro_dropout_experiments')])"
+    code = (
+        "import sys, pyro_dropout; "
+        "print([m for m in sys.modules if m.split('.')[0] == 'pyro_dropout_experiments'])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"

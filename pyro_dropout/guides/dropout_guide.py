@@ -34,6 +34,7 @@ from .rates import (
     site_rate,
     warn_about_masks,
 )
+from .summaries import DropoutSummaries
 
 __all__ = ["DropoutGuide", "DropoutSpec"]
 
@@ -49,9 +50,10 @@ class _Role:
     frames: tuple = ()
     mask_dim: int | None = None  # the event dim whose units are masked (None: the family's default)
     get: Callable = attrgetter("")  # reads the site's parameter from a PyroModule
+    prior: Any = None  # a network's own dropout mask (infer["module_dropout"]): its guide is its prior
 
 
-class DropoutGuide(AutoGuide):
+class DropoutGuide(DropoutSummaries, AutoGuide):
     r"""Dropout as a variational family, as a Pyro autoguide.
 
     Each weight tensor (a latent site with a Gaussian or
@@ -153,6 +155,8 @@ class DropoutGuide(AutoGuide):
         fn = site["fn"]
         frames = tuple(f for f in site["cond_indep_stack"] if f.vectorized)
         prior = type(base_prior(fn)).__name__
+        if (site["infer"] or {}).get("module_dropout") is not None:  # q = p: KL 0 (nn.converted)
+            return _Role(False, fn.event_dim, frames=frames, prior=fn)
         if getattr(fn.support, "is_discrete", False):
             raise ValueError(
                 f"DropoutGuide: site '{name}' is discrete ({prior}); the guide handles continuous "
@@ -183,6 +187,8 @@ class DropoutGuide(AutoGuide):
         for name, site in self.prototype_trace.iter_stochastic_nodes():
             role = self._role(name, site)
             self._roles[name] = role = _replace(role, get=attrgetter(name))
+            if role.prior is not None:
+                continue  # nothing to fit
             init = site["value"].detach()
             for frame in role.frames:  # subsampled plates: keep full-size parameters
                 full_size = frame.full_size or frame.size
@@ -231,6 +237,8 @@ class DropoutGuide(AutoGuide):
     def family(self, name: str, plates: dict | None = None) -> dist.TorchDistribution:
         """The variational distribution of site ``name`` (outside any particle plate)."""
         role = self._roles[name]
+        if role.prior is not None:
+            return role.prior
         loc = self._loc(name, role, plates or {})
         if not role.masked:
             return dist.Delta(loc, event_dim=role.event_dim)
@@ -254,43 +262,3 @@ class DropoutGuide(AutoGuide):
                     stack.enter_context(plates[frame.name])
                 result[name] = pyro.sample(name, self.family(name, plates))
         return result
-
-    # --- summaries -------------------------------------------------------------------
-    def _require_setup(self) -> None:
-        if self.prototype_trace is None:
-            raise RuntimeError(
-                "DropoutGuide: call the guide once with the training arguments, observations included "
-                "(guide(x, y)), or run an SVI step, before asking for values"
-            )
-
-    @torch.no_grad()
-    def median(self, *args: Any, **kwargs: Any) -> dict[str, torch.Tensor]:
-        r"""The expected weights :math:`\mathbb{E}_q[W] = M` (and point estimates).
-
-        Running the model on these is "standard dropout" prediction (paper [1], §4):
-        the weight-averaging approximation to the MC-dropout predictive mean.
-        """
-        self._require_setup()
-        return {name: self._roles[name].get(self.locs).detach().clone() for name in self._roles}
-
-    @torch.no_grad()
-    def dropout_rates(self) -> dict[str, torch.Tensor]:
-        """The drop probability ``p`` of every masked weight site (learned or fixed)."""
-        self._require_setup()
-        out = {}
-        for name, role in self._roles.items():
-            if role.masked and (
-                role.event_dim >= 2 or role.learn_p or isinstance(role.p, torch.Tensor) or role.p > 0
-            ):
-                p = self._rate_of(name, role)
-                ref = self._roles[name].get(self.locs)
-                out[name] = torch.as_tensor(p, dtype=ref.dtype, device=ref.device).detach().clone()
-        return out
-
-    def site_families(self) -> dict[str, type]:
-        """The distribution class used for each latent site (for inspection)."""
-        self._require_setup()
-        return {
-            n: (ConcreteDropout if r.learn_p else BernoulliDropout) if r.masked else dist.Delta
-            for n, r in self._roles.items()
-        }

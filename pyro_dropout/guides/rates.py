@@ -118,11 +118,15 @@ def warn_about_masks(trace: Any, roles: Mapping[str, Any], concrete: bool, defau
             warnings.warn(
                 f"DropoutGuide: site '{name}' has shape {tuple(site['value'].shape)} with event_dim "
                 f"{role.event_dim}: a weight matrix declared .to_event({role.event_dim}) gets no dropout; "
-                "declare it .to_event(2) (rows = outputs, columns = inputs) to mask its inputs",
+                "declare it .to_event(2) (rows = outputs, columns = inputs) to mask its inputs; a weight "
+                "stored [in, out] (used as x @ w) declares its mask axis too, "
+                "pyro.sample(..., infer={'dropout_dim': -2}), so that its "
+                "masks drop inputs (rows), not outputs",
                 stacklevel=3,
             )
     weights = [r for r in roles.values() if r.masked and r.event_dim >= 2]
-    if defaults and not concrete and weights and all(_is_zero(r.p) for r in weights):
+    own_dropout = any(getattr(r, "prior", None) is not None for r in roles.values())  # a net's mask sites
+    if defaults and not concrete and weights and not own_dropout and all(_is_zero(r.p) for r in weights):
         warnings.warn(
             "DropoutGuide: the default rates mask no site (no weight with more than one input unit), so "
             "every draw is the same function: give dropout= or declare rates on the weights",

@@ -1,113 +1,43 @@
 r"""A trained ``torch.nn.Module`` as a Bayesian model for :class:`~pyro_dropout.guides.DropoutGuide`.
 
-:func:`from_module` copies the network and replaces each ``nn.Linear`` / ``nn.Conv2d`` by the
-library's layer (a weight and a bias that are sample sites with ``QuantisedGaussian(0, 1/l)``
-priors), whose trained weights become the guide's starting means. An ``nn.Dropout`` (or
-``Dropout1d/2d``) becomes the identity, and its p the declared rate of the next weight layer in the
-module's order (the layer it feeds in an ``nn.Sequential``); other layers get p = 0. Batch norm
-runs with its running statistics (no batch statistics shared between test points), and pooling,
-flattening and batch norm take the leading draw dimensions of batched weights. So
-``predict_standard`` (the expected weights) gives exactly ``net.eval()(x)``, and MC dropout
-predictions come at once, before any training; SVI then refines the network.
+:func:`from_module` copies the network and replaces its weight layers (``nn.Linear``,
+``nn.Conv1d/2d/3d``, ``nn.LSTM``, ``nn.GRU``) by the library's (weights and biases that are sample
+sites with ``QuantisedGaussian(0, 1/l)`` priors, the trained values as the guide's starting
+means), and its dropouts by exactly what they do: the variational family of the layer they feed
+where their mask is a mask of its input units, a mask site where they are anywhere else
+(:mod:`~pyro_dropout.nn.converted.placement`). Batch norm runs with its running statistics. The
+forward runs as written, on a batch of the shape it expects, also under batched draws
+(:mod:`~pyro_dropout.nn.converted.fold`), with a self-check that falls back to one draw at a time
+(:mod:`~pyro_dropout.nn.converted.model`). So ``predict_standard`` (the expected weights) gives
+``net.eval()(x)``, one MC draw gives the network's own pass with the same masks, and SVI refines
+the network. What converts and what is refused: docs/own-model.md.
 
-Usage::
-
-    model = from_module(trained_net, likelihood="categorical")
-    guide = DropoutGuide(model)                      # the net's dropout rates, its weights as means
-    guide(x, y)
-    pred = predict(model, guide, x_test)
+```python
+model = from_module(trained_net, likelihood="categorical")
+guide = DropoutGuide(model)                      # the net's dropout rates, its weights as means
+guide(x, y)
+pred = predict(model, guide, x_test)
+```
 """
 
 from __future__ import annotations
 
 import copy
 import math
+import warnings
+from collections.abc import Callable, Sequence
 from typing import Any
 
-import pyro
-import pyro.distributions as dist
-import torch
-from pyro.nn import PyroModule
 from pyro.nn.module import to_pyro_module_
-from torch import nn
+from torch import fx, nn
 
-from .conv import Conv1d, Conv2d, Conv3d
-from .functional import over_draws
-from .layers import Linear
-from .trace_order import Step, run_order
+from .converted.dropout_sites import ModuleDropout
+from .converted.likelihoods import check_likelihood, check_outputs
+from .converted.model import ConvertedModel
+from .converted.placement import CHANNEL_DROPOUTS, ELEMENT_DROPOUTS, Placement, dropout_of, place_dropouts
+from .converted.rules import WEIGHTED, bayesian, check_convertible, functional_uses, kept_inside
 
 __all__ = ["ConvertedModel", "from_module"]
-
-_DROPOUT = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d)
-_WEIGHTED = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)
-_CONVS = {nn.Conv1d: Conv1d, nn.Conv2d: Conv2d, nn.Conv3d: Conv3d}
-# modules that act on the last `core` dims of an input (a draw dimension may lead them), with
-# the core an input of theirs has when the layers before do not tell
-_CORE_DIMS = {
-    nn.BatchNorm1d: 1,
-    nn.BatchNorm2d: 3,
-    nn.BatchNorm3d: 4,
-    nn.MaxPool1d: 2,
-    nn.MaxPool2d: 3,
-    nn.MaxPool3d: 4,
-    nn.AvgPool1d: 2,
-    nn.AvgPool2d: 3,
-    nn.AvgPool3d: 4,
-    nn.AdaptiveAvgPool1d: 2,
-    nn.AdaptiveAvgPool2d: 3,
-    nn.AdaptiveAvgPool3d: 4,
-    nn.AdaptiveMaxPool2d: 3,
-    nn.Flatten: 3,
-}
-
-
-def _core_after(module: nn.Module, core: int | None) -> int | None:
-    """The core dims (besides the batch) of ``module``'s output, given its input's."""
-    if isinstance(module, nn.Linear | nn.Flatten):
-        return 1
-    if isinstance(module, nn.Conv1d | nn.Conv2d | nn.Conv3d):
-        return len(module.kernel_size) + 1
-    return core
-
-
-class LeadingDims(nn.Module):
-    """Runs ``module`` on inputs with extra leading (draw) dimensions: they are folded into the
-    batch, and unfolded after. ``core``: the dims the module acts on besides the batch."""
-
-    def __init__(self, module: nn.Module, core: int) -> None:
-        super().__init__()
-        self.module, self.core = module, core
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return over_draws(self.module, x, self.core)
-
-
-def _core_dims(module: nn.Module) -> int:
-    return next((core for kind, core in _CORE_DIMS.items() if isinstance(module, kind)), 0)
-
-
-def _bayesian(layer: Any, rate: float, length_scale: float, name: str) -> nn.Module:
-    kwargs: dict[str, Any] = {"length_scale": length_scale, "dropout": rate}
-    if isinstance(layer, nn.Linear):
-        new: Any = Linear(layer.in_features, layer.out_features, layer.bias is not None, **kwargs)
-    else:
-        if layer.padding_mode != "zeros":
-            raise ValueError(
-                f"from_module: layer '{name}' has padding_mode={layer.padding_mode!r}; only 'zeros' is "
-                "supported for Bayesian convolutions (make it deterministic with last_layer=True)"
-            )
-        kind = next(k for t, k in _CONVS.items() if isinstance(layer, t))
-        sizes = (layer.kernel_size, layer.stride, layer.padding, layer.dilation, layer.groups)
-        new = kind(layer.in_channels, layer.out_channels, *sizes, layer.bias is not None, **kwargs)
-    new.register_buffer("start_weight", layer.weight.detach().clone())  # the trained weights: the start
-    if layer.bias is not None:
-        new.register_buffer("start_bias", layer.bias.detach().clone())
-    return new
-
-
-def _then_drop(pending: float, p: float) -> float:
-    """The rate of two dropouts in a row: a unit is kept with the product of their keeps."""
-    return 1.0 - (1.0 - pending) * (1.0 - p)
 
 
 def _freeze(net: nn.Module) -> None:
@@ -127,88 +57,178 @@ def _replace(parent: nn.Module, name: str, new: nn.Module) -> None:
     parent._modules = type(parent._modules)((key, parent._modules[key]) for key in order)  # keep the order
 
 
-def _convert(net: nn.Module, order: list[Step], length_scale: float, last_layer: bool) -> dict[str, float]:
-    """Replace the layers of ``net`` in place, visiting them in ``order``; returns each weight
-    site's rate (the dropouts since the layer before it)."""
-    layers = [n for kind, n in order if kind == "module" and isinstance(net.get_submodule(n), _WEIGHTED)]
-    if not layers:
-        raise ValueError(
-            "from_module: the network has no nn.Linear or nn.Conv1d/2d/3d layer to make Bayesian"
+def _trace(net: nn.Module) -> fx.GraphModule | None:
+    try:
+        return fx.symbolic_trace(net)
+    except Exception as error:  # torch.fx raises many kinds on a forward it cannot follow
+        warnings.warn(
+            "from_module: could not trace the forward of "
+            f"{type(net).__name__} ({type(error).__name__}: {error}); "
+            "every dropout module stays where it is as a mask site, and "
+            "a functional dropout (F.dropout) in the "
+            "forward is refused when it runs",
+            stacklevel=3,
         )
-    bayesian = set(layers[-1:] if last_layer else layers)
-    rates: dict[str, float] = {}
-    pending, core = 0.0, None  # the dropouts since the last weight layer; the tensor's core dims
-    for kind, item in order:
-        if kind == "dropout":
-            pending = _then_drop(pending, float(item))
+        return None
+
+
+def _edit_graph(gm: fx.GraphModule, placement: Placement) -> tuple[bool, list[str]]:
+    """Remove the functional dropouts that became a layer's rate and make the others mask sites;
+    ``(whether the graph changed, the mask sites added)``."""
+    sites, count, edited = [], 0, False
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or dropout_of(gm, node) is None:
             continue
-        module = net.get_submodule(item)
-        core_in, core = core, _core_after(module, core)
-        if isinstance(module, _DROPOUT):
-            pending = _then_drop(pending, float(module.p))
-            _replace(net, item, nn.Identity())
-        elif item in bayesian and item not in rates:
-            rates[f"{item}.weight"] = pending
-            _replace(net, item, _bayesian(module, pending, length_scale, item))
-            pending = 0.0
-        elif _core_dims(module):
-            module.eval()  # batch norm: the running statistics
-            _replace(net, item, LeadingDims(module, core_in or _core_dims(module)))
-        elif item in layers:  # a layer kept deterministic (last_layer=True)
-            pending = 0.0
-    return rates
+        if node in placement.sites:
+            p, channels = placement.sites[node]
+            name = f"dropout{count}"
+            count += 1
+            gm.add_submodule(name, ModuleDropout(p, channels, f"{node.name} in the forward"))
+            with gm.graph.inserting_after(node):
+                new = gm.graph.call_module(name, (node.args[0],))
+            node.replace_all_uses_with(new)
+            sites.append(name)
+        else:
+            node.replace_all_uses_with(node.args[0])
+        gm.graph.erase_node(node)
+        edited = True
+    gm.recompile()
+    return edited, sites
 
 
-class ConvertedModel(PyroModule):
-    """The model :func:`from_module` returns: ``forward(x, y=None, num_data=None)`` runs the converted
-    network and observes ``y`` in a plate ``"data"`` (scaled by ``num_data / len(x)`` for minibatches).
-    ``rates``: the drop probability each weight site declares."""
+def _layers_in_order(gm: fx.GraphModule | None, weighted: list[str]) -> list[str]:
+    if gm is None:
+        return weighted
+    called = [str(n.target) for n in gm.graph.nodes if n.op == "call_module"]
+    return [name for name in dict.fromkeys(called) if name in weighted] + [
+        w for w in weighted if w not in called
+    ]
 
-    def __init__(self, net: nn.Module, likelihood: str, tau: float, rates: dict[str, float]) -> None:
-        super().__init__()
-        self.net, self.likelihood, self.tau, self.rates = net, likelihood, tau, rates
 
-    def forward(
-        self, x: torch.Tensor, y: torch.Tensor | None = None, num_data: int | None = None
-    ) -> torch.Tensor:
-        f = self.net(x)
-        n = f.shape[-2] if self.likelihood == "categorical" or f.dim() >= 2 else f.shape[-1]
-        scale = 1.0 if num_data is None else num_data / n
-        with pyro.plate("data", n, dim=-1), pyro.poutine.scale(scale=scale):
-            if self.likelihood == "categorical":
-                logits = pyro.deterministic("logits", f, event_dim=1)
-                return pyro.sample("obs", dist.Categorical(logits=logits), obs=y)
-            mean = pyro.deterministic("mean", f.squeeze(-1) if f.shape[-1] == 1 else f, event_dim=0)
-            return pyro.sample("obs", dist.Normal(mean, self.tau**-0.5), obs=y)
+def _check_arguments(likelihood: Any, tau: Any, last_layer: Any, keep: Any, dropouts: Any) -> None:
+    check_likelihood(likelihood)
+    if isinstance(tau, bool) or not (isinstance(tau, int | float) and math.isfinite(tau) and tau > 0):
+        raise ValueError(f"from_module: tau must be a positive finite number, got {tau!r}")
+    if not isinstance(last_layer, bool):
+        raise TypeError(f"from_module: last_layer must be True or False, got {last_layer!r}")
+    if isinstance(keep, str) or not all(isinstance(k, str) for k in keep):
+        raise TypeError(f"from_module: keep must be a list of module names, got {keep!r}")
+    if dropouts not in ("weights", "sites"):
+        raise ValueError(f"from_module: dropouts must be 'weights' or 'sites', got {dropouts!r}")
 
 
 def from_module(
     net: nn.Module,
-    likelihood: str = "normal",
+    likelihood: str | Callable = "normal",
     *,
     tau: float = 1.0,
     prior_length_scale: float = 1e-2,
     last_layer: bool = False,
+    keep: Sequence[str] = (),
+    dropouts: str = "weights",
 ) -> ConvertedModel:
     """A Pyro model from a (trained) network; ``net`` itself is left as it is.
 
-    :param likelihood: ``"normal"`` (one output: :math:`y \\sim \\mathcal N(f(x), \\tau^{-1})`) or
-        ``"categorical"`` (the outputs are logits).
+    :param likelihood: ``"normal"``, ``"heteroscedastic"`` (mean and log-variance),
+        ``"categorical"`` (logits), or a callable ``f -> distribution``
+        (:mod:`~pyro_dropout.nn.converted.likelihoods`).
     :param tau: the precision of a normal likelihood.
     :param prior_length_scale: the weights' prior length-scale :math:`l` (prior sd :math:`1/l`);
         small, as a trained network's weights are far from a unit Gaussian.
-    :param last_layer: only the last ``nn.Linear`` / ``nn.Conv2d`` is Bayesian; the others keep
-        their trained weights as fixed parameters.
+    :param last_layer: only the last weight layer is Bayesian; the others keep their trained values.
+    :param keep: modules to keep deterministic (their trained values, fixed).
+    :param dropouts: ``"weights"``: a dropout that masks the inputs of the layer it feeds is that
+        layer's variational family (what Concrete dropout learns); ``"sites"``: every dropout is a
+        mask site where it is.
     """
-    if likelihood not in ("normal", "categorical"):
-        raise ValueError(f"from_module: likelihood must be 'normal' or 'categorical', got {likelihood!r}")
-    if isinstance(tau, bool) or not (isinstance(tau, int | float) and math.isfinite(tau) and tau > 0):
-        raise ValueError(f"from_module: tau must be a positive finite number, got {tau!r}")
     if not isinstance(net, nn.Module):
         raise TypeError(f"from_module: net must be a torch.nn.Module, got {type(net).__name__}")
+    _check_arguments(likelihood, tau, last_layer, keep, dropouts)
     copy_ = copy.deepcopy(net)
+    weighted = _weighted(copy_, keep)
+    check_convertible(copy_, set(weighted))
     _freeze(copy_)  # what stays deterministic keeps its trained values, fixed (not Pyro parameters)
-    net, order = run_order(copy_)  # functional dropouts in its forward become the identity too
-    to_pyro_module_(net)  # containers as PyroModules: the sites are named by their path ("0.weight")
-    rates = _convert(net, order, prior_length_scale, last_layer)
-    return ConvertedModel(net, likelihood, float(tau), rates)
+    gm = _trace(copy_)
+    order = _layers_in_order(gm, weighted)
+    convertible = set(order[-1:] if last_layer else order)
+    placement = Placement()
+    if gm is not None:
+        functional_uses(gm, convertible)
+        placement = place_dropouts(gm, convertible if dropouts == "weights" else set())
+    placed = {str(n.target) for n in placement.placed if n.op == "call_module"}
+    edited, mask_sites = _edit_graph(gm, placement) if gm is not None else (False, [])
+    net_: nn.Module = (
+        gm if edited and gm is not None else copy_
+    )  # the traced forward only where the graph had to change
+    to_pyro_module_(net_)  # containers as PyroModules: the sites are named by their path ("0.weight")
+    model = _finish(
+        net_, likelihood, tau, prior_length_scale, order, convertible, placement, placed, mask_sites
+    )
+    _check_output(model, _output_layer(gm), likelihood)
+    model.untraced = gm is None
+    return model
+
+
+def _weighted(net: nn.Module, keep: Sequence[str]) -> list[str]:
+    """The weight layers to make Bayesian: all but those kept (and those inside attention)."""
+    names = {name for name, _ in net.named_modules()}
+    unknown = sorted(set(keep) - names)
+    if unknown:
+        raise ValueError(f"from_module: keep names modules the network does not have: {unknown}")
+    kept = kept_inside(net) | {n for n in names for k in keep if n == k or n.startswith(k + ".")}
+    weighted = [n for n, m in net.named_modules() if isinstance(m, WEIGHTED) and n not in kept]
+    if not weighted:
+        raise ValueError(
+            "from_module: the network has no nn.Linear, nn.Conv1d/2d/3d, "
+            "nn.LSTM or nn.GRU layer to make Bayesian"
+        )
+    return weighted
+
+
+def _output_layer(gm: fx.GraphModule | None) -> str | None:
+    """The module whose call is the forward's output, if it is one."""
+    if gm is None:
+        return None
+    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    return str(out.target) if isinstance(out, fx.Node) and out.op == "call_module" else None
+
+
+def _check_output(model: ConvertedModel, output: str | None, likelihood: Any) -> None:
+    """Refuse now a network whose last layer's outputs do not fit its likelihood (where the forward
+    returns a layer's output; otherwise the first forward checks the outputs)."""
+    last: Any = model.net.get_submodule(output) if output is not None else None
+    if last is not None and isinstance(getattr(last, "out_features", None), int):
+        check_outputs(likelihood, last.out_features, f"its last layer '{output}'")
+
+
+def _finish(
+    net: nn.Module,
+    likelihood: Any,
+    tau: float,
+    length_scale: float,
+    order: list[str],
+    convertible: set[str],
+    placement: Placement,
+    placed: set[str],
+    mask_sites: list[str],
+) -> ConvertedModel:
+    """Replace the dropouts and weight layers of ``net`` (in place) and wrap it with the likelihood."""
+    rates: dict[str, float] = {}
+    for name, module in list(net.named_modules()):
+        if isinstance(module, ELEMENT_DROPOUTS + CHANNEL_DROPOUTS):
+            site = name not in placed and module.p > 0
+            channels = isinstance(module, CHANNEL_DROPOUTS)
+            _replace(net, name, ModuleDropout(module.p, channels, name) if site else nn.Identity())
+            mask_sites += [name] if site else []
+        elif isinstance(module, nn.modules.batchnorm._BatchNorm):
+            module.eval()  # the running statistics
+        elif isinstance(
+            module, nn.TransformerEncoderLayer | nn.TransformerEncoder | nn.TransformerDecoderLayer
+        ):
+            module.train()  # no fast path, which would skip the converted layers; its dropouts are sites
+    for name in order:
+        if name in convertible:
+            rate = placement.rates.get(name, 0.0)
+            rates[f"{name}.weight"] = rate
+            _replace(net, name, bayesian(net.get_submodule(name), rate, length_scale))
+    return ConvertedModel(net, likelihood, float(tau), rates, mask_sites)

@@ -30,7 +30,7 @@ import torch
 
 from ..distributions import MaskedWeight, mask_dim_for
 
-__all__ = ["InputMask", "input_mask_for", "per_example_masks"]
+__all__ = ["InputMask", "input_mask_for", "per_example_active", "per_example_masks"]
 
 
 @dataclass
@@ -114,3 +114,8 @@ def input_mask_for(weight: torch.Tensor) -> InputMask | None:
         return None
     found = _ACTIVE[-1].get(id(weight))
     return found if found is not None and found.value is weight else None
+
+
+def per_example_active() -> bool:
+    """Whether a loss is running the model with per-example masks (:func:`per_example_masks`)."""
+    return bool(_ACTIVE)

@@ -37,6 +37,7 @@ class ChunkRunner:
     nesting: int
     args: tuple
     kwargs: dict
+    latents: frozenset = frozenset()  # the sites the prototype's posterior draw set
 
     def run(self, size: int, args: tuple | None = None, kwargs: dict | None = None) -> tuple[Trace, Trace]:
         """``(trace, latents)`` of ``size`` draws vectorised in a plate (``args``: other tensors of

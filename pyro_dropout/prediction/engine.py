@@ -70,12 +70,15 @@ def prepare(
         # the structure (plates, shapes) from one posterior draw, not from the prior, whose
         # draws can overflow (e.g. a log-variance head under a broad prior)
         with pyro.validation_enabled(False):
-            conditioned = poutine.trace(poutine.condition(model, one_draw(args, kwargs)))
+            draw = one_draw(args, kwargs)
+            conditioned = poutine.trace(poutine.condition(model, draw))
             if chunk_size == "auto":  # the widest layer of one draw sets the chunk
                 prototype, widest = largest_tensor_bytes(lambda: conditioned.get_trace(*args, **kwargs))
             else:
                 prototype = conditioned.get_trace(*args, **kwargs)
-    runner = ChunkRunner(model, draw_latents, prototype, plate_nesting(prototype), args, kwargs)
+    runner = ChunkRunner(
+        model, draw_latents, prototype, plate_nesting(prototype), args, kwargs, frozenset(draw)
+    )
     if chunk_size == "auto":
         return runner, auto_chunk_size(device or _device_of_inputs(runner), widest, num_samples)
     return runner, num_samples if chunk_size is None else int(chunk_size)

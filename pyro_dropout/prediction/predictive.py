@@ -7,10 +7,12 @@ from typing import Any, cast
 
 import torch
 from pyro import poutine
+from pyro.poutine.runtime import get_plates
 from pyro.poutine.trace_struct import Trace
 
 from ..infer.loss_terms import Site
-from .collect import Buffers, Outputs
+from .batching import batched_is_exact
+from .collect import DRAWS_PLATE, Buffers, Outputs
 from .draws import Predictions
 from .engine import device_of, draw_chunks, prepare, wanted_sites
 from .replay import leaf_params
@@ -131,6 +133,7 @@ def _guide_chunks(
     draw, one_draw = _guide_draws(guide)
     device = device_of(model, guide)
     runner, chunk = prepare(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device)
+    parallel = parallel and batched_is_exact(runner)
     params = leaf_params(model, guide) if jit else None
     return draw_chunks(runner, num_samples, chunk, parallel, wanted, meta, params, owner=guide)
 
@@ -167,6 +170,7 @@ def predict_from_samples(
     def draw(size: int, nesting: int, prototype: Trace, a: tuple, k: dict) -> Trace:
         start = offset[0]
         offset[0] += size
+        batched = any(f.name == DRAWS_PLATE for f in get_plates())
         trace = Trace()
         for name, value in samples.items():
             if name not in prototype.nodes:
@@ -174,7 +178,10 @@ def predict_from_samples(
             node: Site = prototype.nodes[name]
             batch = len(node["fn"].batch_shape)
             value = value[start : start + size].to(device) if device else value[start : start + size]
-            value = value.reshape((size,) + (1,) * (nesting - batch) + value.shape[1:])
+            if batched:
+                value = value.reshape((size,) + (1,) * (nesting - batch) + value.shape[1:])
+            else:  # one draw at a time (parallel=False): the draw unbatched
+                value = value[0]
             trace.add_node(name, type="sample", value=value, is_observed=False, fn=None, infer={})
         return trace
 
@@ -183,8 +190,10 @@ def predict_from_samples(
 
     wanted, out = wanted_sites(return_sites), Predictions()
     runner, chunk = prepare(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device)
+    parallel = batched_is_exact(runner)
     # no trace: each chunk takes its own slice of the samples (Python state a trace would freeze)
-    return _predict(draw_chunks(runner, num_samples, chunk, True, wanted, out, params=None), out, num_samples)
+    chunks = draw_chunks(runner, num_samples, chunk, parallel, wanted, out, params=None)
+    return _predict(chunks, out, num_samples)
 
 
 def predict_standard(model: Callable, guide: Any, *args: Any, **kwargs: Any) -> Predictions:

@@ -1,5 +1,7 @@
 """Bad arguments to the losses, CompiledSVI, predict and evaluate get a clear error naming them."""
 
+import functools
+
 import pyro
 import pyro.distributions as dist
 import pytest
@@ -97,23 +99,30 @@ def _raw_at_model(x, y=None):
 
 
 @pytest.mark.parametrize("entry", ["predict", "evaluate", "to_arviz"])
-def test_draws_broadcast_against_each_other_are_refused(entry):
+def test_draws_broadcast_against_each_other_fall_back_to_one_draw_at_a_time(entry):
     """Before, predict returned [S, S, N] draws (every draw's weights with every other's) and
-    to_arviz exported S x N observations."""
+    to_arviz exported S x N observations. The batching self-check sees the broadcast, warns, and
+    the draws run one at a time: the draws of parallel=False, from the same random state."""
     from pyro_dropout import to_arviz
 
     x, y = torch.randn(6, 3), torch.randn(6)
-    guide = DropoutGuide(_raw_at_model)
+    model = functools.partial(_raw_at_model)  # its own: the self-check's verdict is kept per model
+    guide = DropoutGuide(model)
     guide(x, y)
     call = {
-        "predict": lambda: predict(_raw_at_model, guide, x, num_samples=4),
-        "evaluate": lambda: evaluate(_raw_at_model, guide, x, y, num_samples=4),
-        "to_arviz": lambda: to_arviz(_raw_at_model, guide, x, y, num_samples=4),
+        "predict": lambda **k: predict(model, guide, x, num_samples=4, **k)["obs"],
+        "evaluate": lambda **k: evaluate(model, guide, x, y, num_samples=4, **k).test_ll,
+        "to_arviz": lambda **k: torch.as_tensor(
+            to_arviz(model, guide, x, y, num_samples=4, **k).log_likelihood["obs"].values
+        ),
     }[entry]
-    with pytest.raises(
-        ValueError, match=r"at site 'obs', the likelihood has batch shape \(4, 4, 6\).*nn.Linear"
+    pyro.set_rng_seed(2)
+    with pytest.warns(
+        UserWarning, match=r"do not match one draw at a time at site obs.*\(4, 4, 6\)|at site obs"
     ):
-        call()
+        checked = call()
+    pyro.set_rng_seed(2)
+    assert torch.equal(torch.as_tensor(checked), torch.as_tensor(call(parallel=False)))
 
 
 def test_a_model_that_cannot_broadcast_predicts_one_draw_at_a_time():
@@ -134,10 +143,11 @@ def test_a_model_that_cannot_broadcast_predicts_one_draw_at_a_time():
     assert idata.log_likelihood["obs"].shape == (1, 5, 6)
 
 
-def test_a_model_that_cannot_take_batched_weights_is_told_how_to_go_on():
-    """torch's 't() expects a tensor with <= 2 dimensions' becomes an error naming the switch; the
-    model's own errors (a ValueError of its making) pass through unchanged."""
-    from pyro_dropout.infer.batched_errors import BatchedDrawError, explain_batched_failure
+def test_a_model_that_cannot_take_batched_weights_runs_one_draw_at_a_time():
+    """torch's 't() expects a tensor with <= 2 dimensions' under batched draws: the self-check
+    names it in a warning and the draws run one at a time; the model's own errors (a ValueError
+    of its making) pass through unchanged where the batched error is explained (the losses)."""
+    from pyro_dropout.infer.batched_errors import explain_batched_failure
 
     def model(x, y=None):
         w = pyro.sample("w", dist.Normal(0.0, 1.0).expand([1, 3]).to_event(2))
@@ -147,9 +157,8 @@ def test_a_model_that_cannot_take_batched_weights_is_told_how_to_go_on():
     x, y = torch.randn(6, 3), torch.randn(6)
     guide = DropoutGuide(model)
     guide(x, y)
-    with pytest.raises(BatchedDrawError, match=r"predict: .* t\(\) expects .* parallel=False") as caught:
-        predict(model, guide, x, num_samples=4)
-    assert isinstance(caught.value.__cause__, RuntimeError)  # the original, chained
+    with pytest.warns(UserWarning, match=r"the batched pass failed: RuntimeError: t\(\) expects"):
+        assert predict(model, guide, x, num_samples=4)["obs"].shape == (4, 6)
     assert predict(model, guide, x, num_samples=4, parallel=False)["obs"].shape == (4, 6)
     with pytest.raises(ValueError, match=r"^the model's own$"):
         with explain_batched_failure("predict", "parallel=False"):

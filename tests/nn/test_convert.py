@@ -75,7 +75,8 @@ def test_the_converted_model_refines_by_svi_and_keeps_the_rest_fixed_with_last_l
     svi = SVI(model, guide, pyro.optim.Adam({"lr": 1e-2}), DropoutELBO())
     losses = [svi.step(x, y) for _ in range(30)]
     assert all(torch.isfinite(torch.tensor(losses)))
-    assert set(guide.dropout_rates()) == {"net.6.weight"}  # only the last layer is Bayesian
+    # only the last layer is Bayesian; the dropout before a layer kept fixed stays the net's own
+    assert set(guide.dropout_rates()) == {"net.2.mask", "net.6.weight"}
     assert torch.equal(model.net[0].weight, net[0].weight)  # the others keep the trained weights
 
 
@@ -90,11 +91,13 @@ def test_a_regression_network_and_bad_arguments():
         guide(x, y)
     assert any("mask no site" in str(w.message) for w in caught)
     assert torch.allclose(predict_standard(model, guide, x).samples["mean"][0], net(x).squeeze(-1), atol=1e-6)
-    with pytest.raises(ValueError, match="likelihood must be 'normal' or 'categorical'"):
+    with pytest.raises(
+        ValueError, match="likelihood must be one of 'normal', 'heteroscedastic', 'categorical'"
+    ):
         from_module(net, likelihood="poisson")
     with pytest.raises(ValueError, match="tau must be a positive finite number"):
         from_module(net, tau=0)
-    with pytest.raises(ValueError, match=r"no nn\.Linear or nn\.Conv1d/2d/3d layer"):
+    with pytest.raises(ValueError, match=r"no nn\.Linear, nn\.Conv1d/2d/3d, nn\.LSTM or nn\.GRU layer"):
         from_module(nn.Sequential(nn.ReLU()))
 
 

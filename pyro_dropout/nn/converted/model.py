@@ -1,0 +1,202 @@
+r"""``ConvertedModel``: a converted network and its likelihood, run on the draws the way the
+network's forward was written.
+
+Without draws (one set of weights) the forward runs as written. Under ``S`` draws it runs on the
+draws folded into the batch (:mod:`~pyro_dropout.nn.converted.fold`). Before a folded result is
+trusted, once per input shape, the model checks it: with the same two draws, one folded pass and
+two passes of one draw each (:mod:`~pyro_dropout.nn.converted.loop`) on the first rows must agree.
+Where they do not (a forward that mixes the rows of a batch, or moves the batch axis) the draws
+run one at a time from then on, with a warning that names the output and the difference.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import warnings
+from typing import Any
+
+import pyro
+import torch
+import torch.nn.functional as F
+from pyro.nn import PyroModule
+from torch.overrides import TorchFunctionMode
+
+from ..functional import strip_plate_slots
+from ..layers import BayesianLayer
+from ..masking import per_example_active
+from .fold import Fold, FoldError, folding
+from .likelihoods import check_targets, observe
+from .loop import Draw, one_draw
+
+__all__ = ["ConvertedModel"]
+
+_CHECK_ROWS = 3  # rows of the self-check (x 2 draws)
+_DROPOUTS = {F.dropout, F.dropout1d, F.dropout2d, F.dropout3d, torch.dropout, F.alpha_dropout}
+
+
+class _NoFunctionalDropout(TorchFunctionMode):
+    """Refuse a functional dropout in a forward that torch.fx could not trace (it was not placed)."""
+
+    def __init__(self, network: str) -> None:
+        super().__init__()
+        self.network = network
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        p = kwargs.get("p", args[1] if len(args) > 1 else 0.5)
+        if func in _DROPOUTS and isinstance(p, int | float) and p > 0:
+            raise ValueError(
+                f"from_module: the forward of {self.network} calls "
+                f"{getattr(func, '__name__', func)}(p={p}), which "
+                "could not be converted because torch.fx cannot trace that "
+                "forward: use an nn.Dropout module there"
+            )
+        return func(*args, **kwargs)
+
+
+class ConvertedModel(PyroModule):
+    """The model :func:`~pyro_dropout.nn.from_module` returns: ``forward(x, y=None, num_data=None)``
+    runs the converted network and observes ``y`` in a plate ``"data"`` (scaled by
+    ``num_data / len(x)`` for minibatches). ``rates``: the drop probability each weight site
+    declares; ``mask_sites``: the dropouts kept as mask sites (see
+    :mod:`~pyro_dropout.nn.converted.dropout_sites`); ``per_draw``: ``True`` runs the draws one at
+    a time always, ``None`` (the default) decides by the self-check."""
+
+    checks_its_batching = True  # prediction's own self-check is not needed (pyro_dropout.prediction.batching)
+
+    def __init__(
+        self,
+        net: torch.nn.Module,
+        likelihood: Any,
+        tau: float,
+        rates: dict[str, float],
+        mask_sites: list[str],
+    ) -> None:
+        super().__init__()
+        self.net, self.likelihood, self.tau = net, likelihood, tau
+        self.rates, self.mask_sites = rates, mask_sites
+        self.per_draw: bool | None = None
+        self.untraced = False  # torch.fx could not trace the forward: a functional dropout is refused
+        self.verdicts: dict[tuple, str] = {}  # input signature -> "fold" or "loop"
+
+    # --- the weights -------------------------------------------------------------------------
+    def _sample_weights(self) -> dict[str, int]:
+        """Sample every Bayesian weight and bias now (the module cache keeps them for this call);
+        ``{site: event dims}``."""
+        sites: dict[str, int] = {}
+        for module in self.net.modules():
+            if isinstance(module, BayesianLayer):
+                module.declared_weight()
+                sites[module._pyro_get_fullname("weight")] = len(module.weight_shape)
+                if module.has_bias:
+                    module.declared_bias()
+                    sites[module._pyro_get_fullname("bias")] = 1
+        return sites
+
+    def _draws(self, sites: dict[str, int]) -> torch.Size:
+        """The draw dims ``D`` of the sampled weights (plate slots dropped), broadcast together."""
+        cache, batch = self._pyro_context.cache, []
+        for name, core in sites.items():
+            if name in cache:
+                value = strip_plate_slots(cache[name], core)
+                batch.append(value.shape[: value.dim() - core])
+        return torch.broadcast_shapes(*batch) if batch else torch.Size()
+
+    # --- the passes --------------------------------------------------------------------------
+    def _folded(self, x: torch.Tensor, draws: torch.Size) -> torch.Tensor:
+        fold = Fold(draws, x.shape[0])
+        with folding(fold):
+            out = self.net(x.expand(fold.size, *x.shape).reshape(fold.size * x.shape[0], *x.shape[1:]))
+        if not isinstance(out, torch.Tensor) or out.dim() == 0 or out.shape[0] != fold.size * x.shape[0]:
+            raise FoldError(
+                f"the network returned {type(out).__name__} {getattr(out, 'shape', '')}, not the folded batch"
+            )
+        return out.reshape(*draws, x.shape[0], *out.shape[1:])
+
+    def _looped(
+        self, x: torch.Tensor, draws: torch.Size, sites: dict[str, int], count: int | None = None
+    ) -> torch.Tensor:
+        if per_example_active():
+            raise ValueError(
+                "from_module: this network's draws run one at a time (its forward mixes the rows of a "
+                "batch, or per_draw=True), and per-example masks need them folded: train it with "
+                "per_example_masks=False"
+            )
+        outs = []
+        for index in range(math.prod(draws) if count is None else count):
+            with one_draw(self._pyro_context.cache, sites, Draw(index, draws)):
+                outs.append(self.net(x))
+        out = torch.stack(outs)
+        return out if count is not None else out.reshape(*draws, *out.shape[1:])
+
+    def _verdict(self, x: torch.Tensor, draws: torch.Size, sites: dict[str, int]) -> str:
+        """``"fold"`` or ``"loop"`` for inputs like ``x``: the self-check, once per input shape."""
+        if self.per_draw:
+            return "loop"
+        key = (tuple(x.shape[1:]), x.dtype)
+        if key in self.verdicts or math.prod(draws) < 2 or per_example_active():
+            return self.verdicts.get(key, "fold")
+        rows = x[:_CHECK_ROWS]
+        with torch.no_grad():
+            try:
+                folded = self._folded(rows, draws).reshape(math.prod(draws), *rows.shape[:1], -1)[:2]
+            except FoldError as e:
+                return self._decide(key, "loop", f"the batched pass failed ({e})")
+            looped = self._looped(rows, draws, sites, count=2).reshape(folded.shape)
+        gap = float((folded - looped).abs().max()) if folded.numel() else 0.0
+        scale = float(looped.abs().max()) if looped.numel() else 0.0
+        if not math.isfinite(gap) or gap > 1e-4 * max(1.0, scale):
+            return self._decide(key, "loop", f"with the same two draws they differ by up to {gap:.3g}")
+        return self._decide(key, "fold", "")
+
+    def _decide(self, key: tuple, verdict: str, why: str) -> str:
+        self.verdicts[key] = verdict
+        if verdict == "loop":
+            warnings.warn(
+                f"from_module: the network's output (site 'obs') under batched draws does not match one "
+                f"pass per draw: {why}. Its forward treats the rows of a batch together (batch statistics, "
+                f"a reduction over dim 0, a moved batch axis); its draws run one at a time from now on "
+                f"(exact, slower)",
+                stacklevel=4,
+            )
+        return verdict
+
+    # --- the model ---------------------------------------------------------------------------
+    def _check_input(self, x: torch.Tensor) -> None:
+        if not isinstance(x, torch.Tensor) or x.dim() == 0 or x.shape[0] == 0:
+            raise ValueError(
+                f"from_module: x must be a tensor [N, ...] with N >= 1 rows, got {getattr(x, 'shape', x)!r}"
+            )
+        ref = next((t for t in [*self.net.parameters(), *self.net.buffers()] if t.is_floating_point()), None)
+        if ref is not None and x.is_floating_point() and x.dtype != ref.dtype:
+            raise TypeError(
+                f"from_module: x is {x.dtype} but the network is {ref.dtype}: pass x.to({ref.dtype}) "
+                f"(or convert the network with .to({x.dtype}) before from_module)"
+            )
+
+    def forward(
+        self, x: torch.Tensor, y: torch.Tensor | None = None, num_data: int | None = None
+    ) -> torch.Tensor:
+        self._check_input(x)
+        n = x.shape[0]
+        if num_data is not None and (
+            isinstance(num_data, bool) or not isinstance(num_data, int) or num_data < n
+        ):
+            raise ValueError(
+                f"from_module: num_data must be a whole number >= the {n} rows of x, got {num_data!r}"
+            )
+        sites = self._sample_weights()
+        draws = self._draws(sites)
+        with _NoFunctionalDropout(type(self.net).__name__) if self.untraced else contextlib.nullcontext():
+            if not draws:
+                f = self.net(x)
+            elif self._verdict(x, draws, sites) == "fold":
+                f = self._folded(x, draws)
+            else:
+                f = self._looped(x, draws, sites)
+        check_targets(self.likelihood, y, n)
+        event = f.dim() - len(draws) - 1
+        scale = 1.0 if num_data is None else num_data / n
+        with pyro.plate("data", n, dim=-1), pyro.poutine.scale(scale=scale):
+            return observe(self.likelihood, f, y, self.tau, event)

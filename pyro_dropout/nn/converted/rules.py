@@ -1,0 +1,173 @@
+r"""What each module of a network becomes when it is converted, and what is refused.
+
+* ``nn.Linear`` and ``nn.Conv1d/2d/3d``: the library's layer (weight and bias sample sites,
+  :class:`~pyro_dropout.nn.converted.fold.FoldedLinear`...), the trained values as the guide's
+  starting means, the module's forward hooks kept.
+* ``nn.LSTM`` and ``nn.GRU``: the library's recurrent layer; its inter-layer ``dropout`` masks the
+  input units of layers 2 and up, one mask per sequence, tied over time (torch draws a new one at
+  every step; paper 004 ties them).
+* Refused, naming the module: a subclass of a weight layer with a forward of its own, a weight
+  shared by two layers, a weight used outside its module (``F.linear(x, self.a.weight)``), a
+  ``padding_mode`` other than zeros, a bidirectional or projected LSTM, ``nn.RNN`` with dropout, and
+  ``nn.MultiheadAttention`` with dropout. ``keep=[name]`` keeps such a module deterministic (its
+  trained values, fixed), which is exact.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import fx, nn
+
+from .fold import FoldedConv1d, FoldedConv2d, FoldedConv3d, FoldedGRU, FoldedLinear, FoldedLSTM
+
+__all__ = ["WEIGHTED", "bayesian", "check_convertible", "functional_uses", "kept_inside"]
+
+WEIGHTED = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.LSTM, nn.GRU)
+_CONVS = {nn.Conv1d: FoldedConv1d, nn.Conv2d: FoldedConv2d, nn.Conv3d: FoldedConv3d}
+_BASE_FORWARD = {kind: kind.forward for kind in WEIGHTED}
+
+
+def kept_inside(net: nn.Module) -> set[str]:
+    """Modules that stay deterministic whatever is asked: those inside an ``nn.MultiheadAttention``
+    (its projections are used as tensors by ``F.multi_head_attention_forward``)."""
+    inside: set[str] = set()
+    for name, module in net.named_modules():
+        if isinstance(module, nn.MultiheadAttention):
+            inside.update(f"{name}.{sub}" if name else sub for sub, _ in module.named_modules() if sub)
+    return inside
+
+
+def check_convertible(net: nn.Module, convertible: set[str]) -> None:
+    """Refuse, naming it, a module that cannot be converted exactly (see the module's docs)."""
+    owners: dict[int, str] = {}
+    for name, module in net.named_modules():
+        if isinstance(module, nn.MultiheadAttention) and module.dropout > 0:
+            raise ValueError(
+                f"from_module: '{name}' (nn.MultiheadAttention) drops "
+                f"attention weights (dropout={module.dropout}); "
+                "that dropout is inside F.multi_head_attention_forward and "
+                "has no weight family here: set it to 0 "
+                "(the block's other dropouts are kept)"
+            )
+        if isinstance(module, nn.RNN) and not isinstance(module, nn.LSTM | nn.GRU) and module.dropout > 0:
+            raise ValueError(
+                f"from_module: '{name}' is an nn.RNN with dropout={module.dropout}; only LSTM and GRU convert"
+            )
+        if name not in convertible:
+            continue
+        kind = next(k for k in WEIGHTED if isinstance(module, k))
+        hint = f"; keep it deterministic with keep=['{name}']"
+        if type(module).forward is not _BASE_FORWARD[kind]:
+            raise ValueError(
+                f"from_module: '{name}' is a {type(module).__name__}, a "
+                f"subclass of nn.{kind.__name__} with its own "
+                f"forward, which the Bayesian layer would replace{hint}"
+            )
+        if getattr(module, "padding_mode", "zeros") != "zeros":
+            raise ValueError(
+                f"from_module: '{name}' has "
+                f"padding_mode={module.padding_mode!r}; only 'zeros' is supported{hint}"
+            )
+        if isinstance(module, nn.LSTM | nn.GRU) and (
+            module.bidirectional or bool(getattr(module, "proj_size", 0))
+        ):
+            raise ValueError(
+                f"from_module: '{name}' is bidirectional or projected; the "
+                f"library's {kind.__name__} is neither{hint}"
+            )
+        if module._backward_hooks or module._backward_pre_hooks:
+            raise ValueError(
+                f"from_module: '{name}' has backward hooks, which the Bayesian layer would lose{hint}"
+            )
+        for param in module.parameters(recurse=False):
+            other = owners.setdefault(id(param), name)
+            if other != name:
+                raise ValueError(
+                    f"from_module: '{other}' and '{name}' share a weight "
+                    "(tied weights); one sample site cannot "
+                    f"serve both layers' masks: keep them deterministic with keep=['{other}', '{name}']"
+                )
+
+
+def functional_uses(gm: fx.GraphModule, convertible: set[str]) -> None:
+    """Refuse a convertible layer's parameter read as a tensor in the forward (``self.a.weight``)."""
+    for node in gm.graph.nodes:
+        if node.op == "get_attr":
+            owner = str(node.target).rpartition(".")[0]
+            if owner in convertible:
+                raise ValueError(
+                    f"from_module: '{node.target}' is used outside its module's forward (e.g. F.linear(x, "
+                    f"self.{node.target})); it cannot be a sample site there: call the module, or keep it "
+                    f"deterministic with keep=['{owner}']"
+                )
+
+
+def _start(new: nn.Module, weight: torch.Tensor, bias: torch.Tensor | None) -> None:
+    new.register_buffer("start_weight", weight.detach().clone())  # the trained values: the start
+    if bias is not None:
+        new.register_buffer("start_bias", bias.detach().clone())
+
+
+def _copy_hooks(old: nn.Module, new: nn.Module) -> None:
+    for attribute in ("_forward_pre_hooks", "_forward_hooks", "_forward_pre_hooks_with_kwargs"):
+        getattr(new, attribute).update(getattr(old, attribute))
+    new._forward_hooks_with_kwargs.update(old._forward_hooks_with_kwargs)
+    new._forward_hooks_always_called.update(old._forward_hooks_always_called)
+
+
+def _recurrent(layer: nn.LSTM | nn.GRU, length_scale: float) -> nn.Module:
+    kind = FoldedLSTM if isinstance(layer, nn.LSTM) else FoldedGRU
+    new = kind(
+        layer.input_size,
+        layer.hidden_size,
+        layer.num_layers,
+        bias=layer.bias,
+        batch_first=layer.batch_first,
+        length_scale=length_scale,
+    )
+    cells: Any = new.layers
+    for k, cell in enumerate(cells):
+        w_ih, w_hh = getattr(layer, f"weight_ih_l{k}"), getattr(layer, f"weight_hh_l{k}")
+        b_ih, b_hh = (
+            (getattr(layer, f"bias_ih_l{k}"), getattr(layer, f"bias_hh_l{k}")) if layer.bias else (None, None)
+        )
+        lstm = isinstance(layer, nn.LSTM)  # the library's LSTM has one bias per gate: b_ih + b_hh
+        _start(cell.ih, w_ih, None if b_ih is None else (b_ih + b_hh if lstm else b_ih))
+        _start(cell.hh, w_hh, None if lstm else b_hh)
+        cell.ih.dropout = float(layer.dropout) if k > 0 else 0.0  # inter-layer dropout, tied over time
+        cell.hh.dropout = 0.0
+    return new
+
+
+def bayesian(layer: Any, rate: float, length_scale: float) -> nn.Module:
+    """The Bayesian layer for a trained ``layer`` (its values as the starting means)."""
+    if isinstance(layer, nn.LSTM | nn.GRU):
+        new: Any = _recurrent(layer, length_scale)
+    elif isinstance(layer, nn.Linear):
+        new = FoldedLinear(
+            layer.in_features,
+            layer.out_features,
+            layer.bias is not None,
+            length_scale=length_scale,
+            dropout=rate,
+        )
+        _start(new, layer.weight, layer.bias)
+    else:
+        kind = next(k for t, k in _CONVS.items() if isinstance(layer, t))
+        sizes = (layer.kernel_size, layer.stride, layer.padding, layer.dilation, layer.groups)
+        new = kind(
+            layer.in_channels,
+            layer.out_channels,
+            *sizes,
+            layer.bias is not None,
+            length_scale=length_scale,
+            dropout=rate,
+        )
+        _start(new, layer.weight, layer.bias)
+    _copy_hooks(layer, new)
+    dtype = next((t.dtype for t in layer.parameters()), None) or next(
+        (t.dtype for t in layer.buffers()), torch.get_default_dtype()
+    )
+    return new.to(dtype)
