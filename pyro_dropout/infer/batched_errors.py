@@ -26,6 +26,16 @@ def explain_batched_failure(entry: str, fix: str) -> Iterator[None]:
         if isinstance(error, BatchedDrawError) or (isinstance(error, ValueError) and not plate):
             raise
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        if (
+            "inside plate('num_particles_vectorized')" in first
+            or "inside plate('_pyro_dropout_draws')" in first
+        ):
+            raise BatchedDrawError(
+                f"{entry}: {first}: a site's points stand where the draws' plate is, as when the model has "
+                'no data plate around its likelihood; write `with pyro.plate("data", len(x)): '
+                "pyro.sample(...)` (or declare the points one event with "
+                f".to_event(1)), or run unbatched with {fix}"
+            ) from error
         raise BatchedDrawError(
             f"{entry}: the model failed on weights batched over draws (a weight [out, in] comes as "
             f"[S, 1, out, in]): {first}. A layer that takes only unbatched weights (nn.Linear or F.linear "

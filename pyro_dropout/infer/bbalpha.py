@@ -145,6 +145,7 @@ class BBAlpha(DropoutTraceMixin, ELBO):
         check_not_empty(args, kwargs)
         if self.check_finite:
             check_finite_inputs(args, kwargs)
+        self.check_particles(model, guide, args, kwargs)
         penalty, factors = self._particle_terms(model, guide, args, kwargs)
         fit: Any = 0.0
         for log_p, scale in factors:

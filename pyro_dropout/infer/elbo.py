@@ -104,4 +104,5 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
         check_not_empty(args, kwargs)
         if self.check_finite:
             check_finite_inputs(args, kwargs)
+        self.check_particles(model, guide, args, kwargs)
         return -self._penalised_log_likelihood(model, guide, args, kwargs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, cast
 
@@ -13,15 +14,17 @@ from pyro.distributions.util import scale_and_mask
 from pyro.infer.util import is_validation_enabled, torch_item
 from pyro.poutine.trace_struct import Trace
 from pyro.poutine.util import prune_subsample_sites
-from pyro.util import check_model_guide_match, check_site_shape, warn_if_nan
+from pyro.util import check_model_guide_match, warn_if_nan
 from torch.distributions import kl_divergence
 
 from ..distributions import MaskedWeight, base_prior
 from ..nn import masking
 from .batched_errors import explain_batched_failure
+from .batching_check import particles_mismatch, signature
 from .divergence import check_gradients, check_loss
 from .fast.jit_loss import JitLoss
 from .input_checks import check_finite_inputs, checking_inside, has_non_finite
+from .likelihood_checks import check_likelihood_site, check_targets
 
 __all__ = [
     "PARTICLE_PLATE",
@@ -59,36 +62,6 @@ def likelihood_sites(trace: Trace) -> Iterator[tuple[str, Site]]:
             yield name, site
 
 
-def _check_likelihood_site(name: str, site: Site, max_plate_nesting: float) -> None:
-    log_prob = site["log_prob"]
-    if math.isfinite(max_plate_nesting) and log_prob.dim() > max_plate_nesting:
-        raise ValueError(
-            f"at site '{name}', log_prob has shape {tuple(log_prob.shape)}: more batch dims "
-            f"than the {int(max_plate_nesting)} plates (particles included). A weight sampled "
-            "outside the data plate probably kept its plate slot and broadcast against the data; use "
-            "pyro_dropout.nn.Linear, or pyro_dropout.nn.functional.linear (x @ W.T) or matmul "
-            "(x @ W, for W stored [in, out]), which drop it; or vectorize_particles=False"
-        )
-    check_site_shape(site, cast(int, max_plate_nesting))  # Pyro's check also takes inf
-    _check_observation_fills_its_plates(name, site)
-
-
-def _check_observation_fills_its_plates(name: str, site: Site) -> None:
-    """An observed value with size 1 in a data plate's dim would be broadcast over every point
-    of the plate: one target for all the data, silently (a ``y`` of length 1, say)."""
-    value, event_dim = site["value"], site["fn"].event_dim
-    for frame in site["cond_indep_stack"]:
-        if not frame.vectorized or frame.dim is None or frame.size <= 1 or frame.name == PARTICLE_PLATE:
-            continue
-        dim = frame.dim - event_dim
-        if value.dim() >= -dim and value.shape[dim] == 1:
-            raise ValueError(
-                f"at site '{name}', the observed value has shape {tuple(value.shape)}: size 1 where the "
-                f"plate '{frame.name}' has {frame.size} elements, so one value would stand for all of "
-                "them; give one observation per element (e.g. y of the same length as x)"
-            )
-
-
 def importance_trace(
     model: Callable,
     guide: Callable,
@@ -119,9 +92,11 @@ def importance_trace(
         for name, site in likelihood_sites(model_trace):
             if has_non_finite(site["value"]):
                 raise ValueError(f"observed data at site '{name}' contains NaN or inf")
+    for name, site in likelihood_sites(model_trace):
+        check_targets(name, site)
     model_trace.compute_log_prob(site_filter=_is_likelihood)
     for name, site in likelihood_sites(model_trace):
-        _check_likelihood_site(name, site, max_plate_nesting)
+        check_likelihood_site(name, site, max_plate_nesting)
     return model_trace, guide_trace
 
 
@@ -250,6 +225,32 @@ class DropoutTraceMixin:
         value = torch_item(loss)
         warn_if_nan(value, "loss")
         return value
+
+    def check_particles(self, model: Callable, guide: Callable, args: tuple, kwargs: dict) -> None:
+        """Before vectorised particles are trusted, once per model and input shape: the batching
+        self-check (:mod:`~pyro_dropout.infer.batching_check`); where the model's batched pass
+        differs from one particle at a time, warn and loop over the particles from then on."""
+        if not (self.vectorize_particles and self.num_particles > 1):
+            return
+        checked = self.__dict__.setdefault("particle_checks", {})
+        key = (id(model), signature(args, kwargs))
+        if key in checked:
+            return
+        if self.max_plate_nesting == math.inf:
+            self._guess_max_plate_nesting(model, guide, args, kwargs)
+        found = particles_mismatch(model, guide, args, kwargs, int(self.max_plate_nesting) - 1)
+        checked[key] = found is None
+        if found is not None:
+            warnings.warn(
+                f"{type(self).__name__}: the model's vectorised particles "
+                "do not match one particle at a time at "
+                f"site {found[0]} (largest difference {found[1]:.3g}); its "
+                "code is written for one set of weights. "
+                "The particles run one at a time from now on (vectorize_particles=False)",
+                stacklevel=4,
+            )
+            self.vectorize_particles = False
+            self.max_plate_nesting -= 1
 
     def _get_vectorized_trace(
         self, model: Callable, guide: Callable, args: tuple, kwargs: dict

@@ -139,9 +139,12 @@ def evaluate(
             scores = _Classification(pred, name) if name in pred.probs else _Regression(pred, name, rolls)
         scores.update(pred, name)
     assert scores is not None
-    # standard dropout is one batched pass: not with parallel=False (rmse_standard is then None)
-    batched = parallel and hasattr(guide, "median")
-    standard = predict_standard(model, guide, *args, **kwargs) if batched else None
+    # standard dropout: one pass at the expected weights (unbatched with parallel=False)
+    standard = (
+        predict_standard(model, guide, *args, parallel=parallel, **kwargs)
+        if hasattr(guide, "median")
+        else None
+    )
     return _finite(scores.report(standard, name), args, kwargs)
 
 

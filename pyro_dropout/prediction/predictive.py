@@ -155,9 +155,11 @@ def predict_from_samples(
     *args: Any,
     chunk_size: int | str | None = "auto",
     return_sites: Iterable[str] | None = None,
+    parallel: bool = True,
     **kwargs: Any,
 ) -> Predictions:
-    """Like :func:`predict`, for posterior samples ``{site: [T, *site shape]}`` (e.g. from MCMC)."""
+    """Like :func:`predict`, for posterior samples ``{site: [T, *site shape]}`` (e.g. from MCMC);
+    ``parallel=False``: one unbatched pass per sample."""
     if not samples:
         raise ValueError("predict_from_samples: no samples given")
     num_samples = int(next(iter(samples.values())).shape[0])
@@ -190,18 +192,21 @@ def predict_from_samples(
 
     wanted, out = wanted_sites(return_sites), Predictions()
     runner, chunk = prepare(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device)
-    parallel = batched_is_exact(runner)
+    parallel = parallel and batched_is_exact(runner)
     # no trace: each chunk takes its own slice of the samples (Python state a trace would freeze)
     chunks = draw_chunks(runner, num_samples, chunk, parallel, wanted, out, params=None)
     return _predict(chunks, out, num_samples)
 
 
-def predict_standard(model: Callable, guide: Any, *args: Any, **kwargs: Any) -> Predictions:
+def predict_standard(
+    model: Callable, guide: Any, *args: Any, parallel: bool = True, **kwargs: Any
+) -> Predictions:
     r""" "Standard dropout": one pass with the expected weights :math:`\mathbb{E}_q[W] = M`.
 
     The weight-averaging approximation to the MC-dropout predictive mean (paper [1], §4),
-    computed from ``guide.median()``. Shapes are those of :func:`predict` with ``T = 1``.
+    computed from ``guide.median()``. Shapes are those of :func:`predict` with ``T = 1``;
+    ``parallel=False`` runs the model unbatched (as :func:`predict`'s).
     """
     medians = guide.median()
     samples = {k: v.unsqueeze(0) for k, v in medians.items()}
-    return predict_from_samples(model, samples, *args, chunk_size=None, **kwargs)
+    return predict_from_samples(model, samples, *args, chunk_size=None, parallel=parallel, **kwargs)

@@ -118,8 +118,10 @@ def test_observed_nan_passed_as_a_closure_is_rejected():
         DropoutELBO().loss(model, DropoutGuide(model), x)
 
 
-def test_broadcasting_trap_is_detected():
-    """x @ W.T keeps the plate slot: the likelihood would silently become [K, K, N]."""
+def test_broadcasting_trap_is_detected_and_the_particles_run_one_at_a_time():
+    """x @ W.T keeps the plate slot: the likelihood would silently become [K, K, N]. The batching
+    self-check sees it, warns, and loops over the particles: the loss of vectorize_particles=False
+    from the same random state."""
     x, y = data()
 
     def model(x, y=None):
@@ -130,8 +132,14 @@ def test_broadcasting_trap_is_detected():
             pyro.sample("obs", dist.Normal(mu, 1.0), obs=y)
 
     guide = DropoutGuide(model)
-    with pytest.raises(ValueError, match="plate slot"):
-        DropoutELBO(num_particles=5).loss(model, guide, x, y)
+    guide(x, y)
+    pyro.set_rng_seed(4)
+    with pytest.warns(
+        UserWarning, match=r"vectorised particles do not match one particle at a time at site obs"
+    ):
+        checked = DropoutELBO(num_particles=5).loss(model, guide, x, y)
+    pyro.set_rng_seed(4)
+    assert checked == DropoutELBO(num_particles=5, vectorize_particles=False).loss(model, guide, x, y)
 
 
 def test_svi_step_decreases_the_loss():
