@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run_chunks.py
 	$(BIN)/python benchmarks/evaluate_memory.py
 	$(BIN)/python benchmarks/conv_particles.py
+	$(BIN)/python benchmarks/converted_prediction.py
 
 # The UCI benchmark (hours on a 2-core CPU): every METHOD on every DATASET, resumable.
 UCI_DATASETS ?= bostonHousing concrete wine-quality-red kin8nm power-plant naval-propulsion-plant protein-tertiary-structure

@@ -7,6 +7,7 @@ the BB-alpha energy (Li & Gal, 2017) as a Pyro guide and Pyro losses.
 from . import distributions, export, guides, infer, metrics, nn, prediction, runtime
 from .distributions import BernoulliDropout, ConcreteDropout, QuantisedGaussian
 from .export import to_arviz
+from .front import MCDropout
 from .guides import DropoutGuide
 from .infer import BBAlpha, CompiledSVI, DropoutELBO
 from .metrics import evaluate
@@ -21,6 +22,7 @@ __all__ = [
     "ConcreteDropout",
     "DropoutELBO",
     "DropoutGuide",
+    "MCDropout",
     "Predictions",
     "QuantisedGaussian",
     "__version__",

@@ -21,6 +21,7 @@ LAYERS = [
     {"prediction"},
     {"metrics", "export", "attacks", "policies", "lightning"},
     {"baselines", "datasets"},
+    {"front"},
     {"__init__"},
 ]
 

@@ -54,7 +54,10 @@ class LeNet(PyroModule):
     """LeNet with a ``Categorical(logits=...)`` likelihood over ``classes``.
 
     :param dropout: the drop probability of the last layer's inputs (the 500 hidden units).
-    :param dropout_all: the drop probability of every other layer's inputs (0: none).
+    :param dropout_all: the drop probability of every other layer's inputs (0: none); the first
+        convolution's input is masked only where it has more than one channel, as a weight with
+        one input unit gets p = 0 by default (masking it drops the whole image in a fraction p of
+        the draws).
     :param weight_decay: the weight decay the priors amount to on ``num_data`` examples (Caffe's
         LeNet: 5e-4), one prior length-scale per layer (:func:`length_scale_for`).
     """
@@ -75,7 +78,9 @@ class LeNet(PyroModule):
         if side < 1:
             raise ValueError(f"LeNet: images of side {image_size} are too small (at least 16)")
         scale = length_scale_for(weight_decay, num_data, dropout_all)
-        self.conv1 = Conv2d(channels, 20, 5, length_scale=scale, dropout=dropout_all)
+        # a single input channel is not masked (a fraction p of the draws would see a blank image)
+        first = dropout_all if channels > 1 else 0.0
+        self.conv1 = Conv2d(channels, 20, 5, length_scale=scale, dropout=first)
         self.conv2 = Conv2d(20, 50, 5, length_scale=scale, dropout=dropout_all)
         self.fc1 = Linear(50 * side * side, 500, length_scale=scale, dropout=dropout_all)
         last = length_scale_for(weight_decay, num_data, dropout)

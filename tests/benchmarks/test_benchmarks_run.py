@@ -25,6 +25,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
         "run_chunks",
         "evaluate_memory",
         "trace_memory",
+        "converted_prediction",
     ],
 )
 def test_benchmark_runs(script):

@@ -1,0 +1,130 @@
+r"""``MCDropout``: the front door for a trained network with dropout.
+
+Three lines from a trained ``torch.nn.Module`` to MC-dropout predictions and their uncertainty,
+built on :func:`~pyro_dropout.nn.from_module`, :class:`~pyro_dropout.guides.DropoutGuide` and
+:func:`~pyro_dropout.prediction.predict` (each reachable as ``bnn.model``, ``bnn.guide``):
+
+```python
+bnn = MCDropout(trained_net, "classification")        # the net's own dropout, its trained weights
+report = bnn.evaluate(x_test, y_test)                  # accuracy, NLL, ECE, misclassification AUROC
+ood = bnn.ood(x_test, x_other)                         # AUROC of entropy, mutual information ...
+bnn.fit(train_loader, epochs=1)                        # optional: refine by SVI (a DataLoader)
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, cast
+
+import pyro
+import torch
+from pyro.infer import SVI
+
+from .guides import DropoutGuide
+from .infer import DropoutELBO
+from .metrics import evaluate, ood_detection
+from .nn import from_module
+from .prediction import Predictions, predict
+
+__all__ = ["MCDropout"]
+
+_TASKS = {"classification": "categorical", "regression": "normal", "heteroscedastic": "heteroscedastic"}
+
+
+def _tensors(data: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``(x, y)`` from tensors or from a DataLoader (or any iterable) of ``(x, y)`` batches."""
+    if isinstance(data, torch.Tensor):
+        return data, None
+    xs, ys = [], []
+    for batch in data:
+        if not isinstance(batch, list | tuple) or not batch or not isinstance(batch[0], torch.Tensor):
+            raise ValueError(f"MCDropout: a batch must be a tensor pair (x, y), got {type(batch).__name__}")
+        xs.append(batch[0])
+        ys.append(batch[1] if len(batch) > 1 else None)
+    if not xs:
+        raise ValueError("MCDropout: the data loader gave no batch")
+    targets = [y for y in ys if y is not None]
+    return torch.cat(xs), torch.cat(targets) if len(targets) == len(ys) else None
+
+
+class MCDropout:
+    """A trained network with dropout as an MC-dropout posterior.
+
+    :param net: the trained ``nn.Module`` (left as it is; a copy is converted).
+    :param task: ``"classification"`` (the outputs are logits), ``"regression"`` (one output,
+        noise precision ``tau``), ``"heteroscedastic"`` (a mean and a log-variance), or a callable
+        ``f -> distribution`` (:func:`~pyro_dropout.nn.from_module`'s likelihoods).
+    :param num_samples: the draws of each prediction (T).
+    :param kwargs: passed to :func:`~pyro_dropout.nn.from_module` (``tau``, ``keep``, ``last_layer``...).
+    """
+
+    def __init__(
+        self,
+        net: torch.nn.Module,
+        task: str | Callable = "classification",
+        *,
+        num_samples: int = 100,
+        **kwargs: Any,
+    ) -> None:
+        if not callable(task) and task not in _TASKS:
+            raise ValueError(
+                f"MCDropout: task must be one of {', '.join(_TASKS)} or a callable, got {task!r}"
+            )
+        if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
+            raise ValueError(f"MCDropout: num_samples must be a positive int, got {num_samples!r}")
+        self.task, self.num_samples = task, num_samples
+        self.model = from_module(net, task if callable(task) else _TASKS[task], **kwargs)
+        self.guide = DropoutGuide(self.model)
+
+    def _targets_like(self, x: torch.Tensor) -> torch.Tensor:
+        if self.task == "classification":
+            return torch.zeros(len(x), dtype=torch.long, device=x.device)
+        return torch.zeros(
+            len(x), dtype=x.dtype if x.is_floating_point() else torch.get_default_dtype(), device=x.device
+        )
+
+    def _ready(self, x: torch.Tensor, y: torch.Tensor | None = None) -> None:
+        if self.guide.prototype_trace is None:  # set up with the data's structure (targets as observed)
+            self.guide(x[:2], (y if y is not None else self._targets_like(x))[:2])
+
+    def fit(self, loader: Iterable, epochs: int = 1, lr: float = 1e-3, loss: Any = None) -> list[float]:
+        """Refine the network by SVI on a DataLoader of ``(x, y)`` batches (``loss``: default
+        ``DropoutELBO()``), the likelihood scaled to the whole data set; returns each epoch's mean
+        loss per example."""
+        n = len(loader.dataset) if hasattr(loader, "dataset") else None
+        svi, history = None, []
+        for _ in range(epochs):
+            total, seen = 0.0, 0
+            for x, y in loader:
+                self._ready(x, y)
+                optim = cast(Any, pyro.optim).Adam({"lr": lr})
+                svi = svi or SVI(self.model, self.guide, optim, loss or DropoutELBO())
+                total += svi.step(x, y, num_data=n or len(x))
+                seen += len(x)
+            history.append(total / max(seen, 1))
+        return history
+
+    def predict(self, x: Any, num_samples: int | None = None) -> Predictions:
+        """MC-dropout draws at ``x`` (a tensor or a DataLoader): ``pred.probs["obs"]`` ``[T, N, C]``
+        (classification), ``pred.means["obs"]`` ``[T, N]`` (regression)."""
+        x, _ = _tensors(x)
+        self._ready(x)
+        return predict(self.model, self.guide, x, num_samples=num_samples or self.num_samples)
+
+    def probs(self, x: Any, num_samples: int | None = None) -> torch.Tensor:
+        """The class probabilities of each draw, ``[T, N, C]``."""
+        return self.predict(x, num_samples).probs["obs"]
+
+    def evaluate(self, x: Any, y: torch.Tensor | None = None, num_samples: int | None = None) -> Any:
+        """The report of :func:`~pyro_dropout.metrics.evaluate` on ``(x, y)`` or a DataLoader."""
+        x, found = _tensors(x) if y is None else (x, y)
+        if found is None:
+            raise ValueError("MCDropout.evaluate: give the targets (y) or a DataLoader of (x, y) batches")
+        self._ready(x, found)
+        return evaluate(self.model, self.guide, x, found, num_samples=num_samples or self.num_samples)
+
+    def ood(self, x_in: Any, x_out: Any, num_samples: int | None = None) -> dict[str, dict[str, float]]:
+        """AUROC and AUPR of each uncertainty score (entropy, mutual information, variation ratio,
+        1 - max probability) at telling ``x_out`` (out of distribution) from ``x_in``."""
+        return ood_detection(self.probs(x_in, num_samples), self.probs(x_out, num_samples))

@@ -1,0 +1,84 @@
+"""The front door: a trained torch LeNet with dropout to MC-dropout predictions, their mutual
+information, ECE and an OOD AUROC in a few lines, on MNIST-format images (a small random set with
+a learnable signal: ``tests/experiments/image_data.py``)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from pyro_dropout import MCDropout
+from pyro_dropout.datasets import load_images
+from pyro_dropout.metrics import mutual_information
+from tests.experiments.image_data import write_tiny_images
+
+
+class TorchLeNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(1, 6, 5), nn.Conv2d(6, 12, 5)
+        self.fc1, self.drop, self.fc2 = nn.Linear(12 * 4 * 4, 32), nn.Dropout(0.5), nn.Linear(32, 10)
+
+    def forward(self, x):
+        h = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        h = F.max_pool2d(F.relu(self.conv2(h)), 2)
+        return self.fc2(self.drop(F.relu(self.fc1(h.view(h.size(0), -1)))))
+
+
+def _images(root, name, part):
+    data = load_images(name, part, root)
+    return torch.from_numpy(data.x), torch.from_numpy(data.y)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    root = write_tiny_images(tmp_path_factory.mktemp("images"), train=300, test=60)
+    x, y = _images(root, "mnist", "train")
+    torch.manual_seed(0)
+    net = TorchLeNet()
+    opt = torch.optim.Adam(net.parameters(), lr=3e-3)
+    for _ in range(60):  # an ordinary torch training loop
+        opt.zero_grad()
+        F.cross_entropy(net(x), y).backward()
+        opt.step()
+    return net.eval(), root
+
+
+def test_a_trained_lenet_in_four_lines(trained):
+    net, root = trained
+    (x, y), (fashion, _) = _images(root, "mnist", "test"), _images(root, "fashion-mnist", "test")
+    bnn = MCDropout(net, "classification", num_samples=30)
+    report = bnn.evaluate(x, y)
+    mi = mutual_information(bnn.probs(x))
+    auroc = bnn.ood(x, fashion)["mutual_information"]["auroc"]
+    assert report.accuracy > 0.5 and 0 <= report.ece <= 1
+    assert mi.shape == (len(x),) and (mi >= 0).all() and mi.max() > 0
+    assert 0.0 <= auroc <= 1.0
+
+
+def test_fit_takes_a_dataloader_and_the_predictions_keep_their_shapes(trained):
+    net, root = trained
+    x, y = _images(root, "mnist", "train")
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=100)
+    bnn = MCDropout(net, "classification", num_samples=8)
+    before = bnn.evaluate(loader).nll
+    history = bnn.fit(loader, epochs=2, lr=1e-3)
+    assert len(history) == 2 and all(torch.isfinite(torch.tensor(history)))
+    assert bnn.predict(loader).probs["obs"].shape == (8, len(x), 10)
+    after = bnn.evaluate(loader).nll
+    assert after != before and after < 0.5 * math.log(10)  # SVI moved it; still far better than chance
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="task must be one of classification, regression"):
+        MCDropout(nn.Linear(3, 2), "segmentation")
+    with pytest.raises(ValueError, match="num_samples must be a positive int"):
+        MCDropout(nn.Linear(3, 2), num_samples=0)
+    bnn = MCDropout(nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.2), nn.Linear(4, 1)), "regression")
+    with pytest.raises(ValueError, match="give the targets"):
+        bnn.evaluate(torch.randn(5, 3))
+    assert bnn.predict(torch.randn(5, 3)).means["obs"].shape == (100, 5)
