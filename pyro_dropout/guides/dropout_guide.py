@@ -24,7 +24,7 @@ from torch.distributions import constraints
 from ..distributions import BernoulliDropout, ConcreteDropout
 from ..nn import broadcast_pyro_layers
 from .initialization import base_prior, init_to_fan_in, is_gaussian_prior
-from .ownership import check_owner, claim
+from .ownership import check_owner, claim, make_room
 from .rates import (
     DropoutSpec,
     Rate,
@@ -51,6 +51,15 @@ class _Role:
     mask_dim: int | None = None  # the event dim whose units are masked (None: the family's default)
     get: Callable = attrgetter("")  # reads the site's parameter from a PyroModule
     prior: Any = None  # a network's own dropout mask (infer["module_dropout"]): its guide is its prior
+
+
+def _full_size(init: torch.Tensor, role: _Role) -> torch.Tensor:
+    """A site's starting value at the full size of its subsampled plates."""
+    for frame in role.frames:
+        full_size = frame.full_size or frame.size
+        if full_size != frame.size:
+            init = periodic_repeat(init, full_size, frame.dim - role.event_dim).contiguous()
+    return init
 
 
 class DropoutGuide(DropoutSummaries, AutoGuide):
@@ -184,23 +193,24 @@ class DropoutGuide(DropoutSummaries, AutoGuide):
         self.locs = PyroModule()
         self.rates = PyroModule()
         self._roles = {}
+        inits = {}
         for name, site in self.prototype_trace.iter_stochastic_nodes():
             role = self._role(name, site)
             self._roles[name] = role = _replace(role, get=attrgetter(name))
-            if role.prior is not None:
-                continue  # nothing to fit
-            init = site["value"].detach()
-            for frame in role.frames:  # subsampled plates: keep full-size parameters
-                full_size = frame.full_size or frame.size
-                if full_size != frame.size:
-                    init = periodic_repeat(init, full_size, frame.dim - role.event_dim).contiguous()
+            if role.prior is None:  # a network's own dropout mask has nothing to fit
+                inits[name] = _full_size(site["value"].detach(), role)
+        if not self._roles:
+            raise ValueError("DropoutGuide: the model has no latent sample sites, so there is nothing to fit")
+        # names another live guide holds are freed first: this guide starts from its own values
+        make_room(self, self._pyro_name, {f"locs.{n}": tuple(v.shape) for n, v in inits.items()})
+        for name, init in inits.items():
+            role = self._roles[name]
+            site = self.prototype_trace.nodes[name]
             constraint = constraints.real if role.masked else site["fn"].support
             deep_setattr(self.locs, name, PyroParam(init, constraint, role.event_dim))
             if role.learn_p:
                 p0 = torch.as_tensor(role.p, dtype=init.dtype, device=init.device)
                 deep_setattr(self.rates, name, PyroParam(p0, constraints.unit_interval))
-        if not self._roles:
-            raise ValueError("DropoutGuide: the model has no latent sample sites, so there is nothing to fit")
         named = {
             "dropout rates": set(self._rates) if isinstance(self._rates, Mapping) else set(),
             "point_estimates": set(self.point_estimates),

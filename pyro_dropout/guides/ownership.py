@@ -15,7 +15,7 @@ from typing import Any
 
 import pyro
 
-__all__ = ["check_owner", "claim"]
+__all__ = ["check_owner", "claim", "make_room"]
 
 _OWNERS: dict[str, weakref.ref] = {}
 
@@ -44,3 +44,29 @@ def check_owner(guide: Any, prefix: str) -> None:
         "pyro.settings.set(module_local_params=True) before building the models, or finish with "
         "one guide (and pyro.clear_param_store()) before setting up the next"
     )
+
+
+def make_room(guide: Any, prefix: str, shapes: dict[str, tuple[int, ...]]) -> None:
+    """Before a guide being set up takes its parameters ``prefix.<name>`` (``shapes``: by name)
+    from the store: names another live guide set up are dropped, so the new guide starts from its
+    own values (and the other, run again, is refused by :func:`check_owner`); names no live guide
+    holds (a saved state loaded back) are kept where their shapes fit, and refused where not."""
+    if pyro.settings.get("module_local_params"):
+        return
+    store = pyro.get_param_store()
+    owner = _OWNERS.get(prefix)
+    other = owner() if owner is not None else None
+    names = [n for n in list(store.keys()) if n.startswith(prefix + ".")]
+    if other is not None and other is not guide:
+        for name in names:
+            del store[name]
+        return
+    for name in names:
+        want = shapes.get(name[len(prefix) + 1 :])
+        have = tuple(store[name].shape)
+        if want is not None and have != tuple(want):
+            raise ValueError(
+                f"{type(guide).__name__}: Pyro's param store holds '{name}' with shape {have}, but this "
+                f"model's site needs {tuple(want)}: the store holds another model's parameters; call "
+                "pyro.clear_param_store() before setting up this model's guide"
+            )

@@ -13,6 +13,7 @@ from .classification import (
     reliability_diagram,
     variation_ratio,
 )
+from .conformal import conformal_interval, conformal_quantile, conformal_set
 from .evaluate import evaluate
 from .ranking import aupr, auroc, average_ranks
 from .regression import (
@@ -51,6 +52,9 @@ __all__ = [
     "brier_score",
     "classification_report",
     "classwise_ece",
+    "conformal_interval",
+    "conformal_quantile",
+    "conformal_set",
     "coverage",
     "crps",
     "entropy",

@@ -63,3 +63,23 @@ def test_module_local_params_need_no_check():
     old, new = _fit(0), _fit(1)
     evaluate(*old, X, Y, num_samples=3)
     evaluate(*new, X, Y, num_samples=3)
+
+
+def test_a_new_guide_starts_from_its_own_values_and_a_stale_store_of_other_shapes_is_named():
+    """Before, a second model's guide took whatever the store held under its names: another
+    model's weights, even of another shape (a 3-class network became a 1-output one)."""
+    import pyro
+
+    from pyro_dropout.nn import MLP
+
+    x, y, labels = torch.randn(20, 2), torch.randn(20), torch.randint(0, 3, (20,))
+    first = DropoutGuide(MLP(2, hidden=(8,), tau=4.0), dropout=0.2)
+    first(x, y)
+    second = DropoutGuide(MLP(2, 3, hidden=(8,), likelihood="categorical"), dropout=0.2)
+    second(x, labels)  # the first is alive: its names are freed, the second starts from its own
+    assert pyro.get_param_store()["DropoutGuide.locs.output.weight"].shape == (3, 8)
+    del first, second
+    with pytest.raises(
+        ValueError, match=r"holds 'DropoutGuide.locs.output.weight' with shape \(3, 8\).*needs \(1, 8\)"
+    ):
+        DropoutGuide(MLP(2, hidden=(8,), tau=4.0), dropout=0.2)(x, y)

@@ -25,8 +25,9 @@ from typing import Any
 import torch
 
 from ..conv import Conv1d, Conv2d, Conv3d
-from ..functional import conv, linear, strip_plate_slots, take_mask
+from ..functional import conv, linear, strip_plate_slots, take_mask, unexpand
 from ..layers import Linear
+from ..masking import input_mask_for
 from ..recurrent import GRU, LSTM
 
 __all__ = [
@@ -59,8 +60,23 @@ class Fold:
     def size(self) -> int:
         return math.prod(self.draws)
 
+    def is_folded(self, x: torch.Tensor, dim: int = 0) -> bool:
+        """Whether ``x`` holds every draw's rows (``S·N`` on ``dim``), not yet one batch of ``N``
+        (what the layers before the first stochastic one compute, once for all draws)."""
+        if x.dim() > dim and x.shape[dim] == self.rows and self.size > 1:
+            return False
+        return True
+
+    def repeat(self, x: torch.Tensor, dim: int = 0) -> torch.Tensor:
+        """A batch of ``N`` (the same for every draw) as the folded batch of ``S·N``."""
+        if self.is_folded(x, dim):
+            return x
+        x = x.movedim(dim, 0)
+        return x.expand(self.size, *x.shape).reshape(self.size * self.rows, *x.shape[1:]).movedim(0, dim)
+
     def unfold(self, x: torch.Tensor, where: str, dim: int = 0) -> torch.Tensor:
         """``x`` with its batch axis ``dim`` (``S·N`` rows) split into ``[*D, N]`` leading dims."""
+        x = self.repeat(x, dim) if x.dim() > dim else x
         if x.dim() <= dim or x.shape[dim] != self.size * self.rows:
             raise FoldError(
                 f"{where}: expected the folded batch of {self.size} draws x {self.rows} rows on dim {dim}, "
@@ -107,12 +123,29 @@ def _draw_major(t: Any, fold: Fold, core: int) -> Any:
     return t.reshape((1,) * (len(fold.draws) - lead) + t.shape)
 
 
+def _varies(t: Any, core: int) -> bool:
+    """Whether a weight (or bias) differs between draws (not a point mass expanded over them)."""
+    return t is not None and (
+        input_mask_for(t) is not None or strip_plate_slots(unexpand(t, core), core).dim() > core
+    )
+
+
+def _once(fold: Fold | None, x: torch.Tensor, layer: Any, core: int) -> bool:
+    """Whether ``layer`` runs as it is: no draws, or an input not folded yet and weights the same
+    for every draw (computed once; the draws fold in at the first layer that differs)."""
+    if fold is None:
+        return True
+    if fold.is_folded(x):
+        return False
+    return not _varies(layer.declared_weight(), core) and not _varies(layer.declared_bias(), 1)
+
+
 class FoldedLinear(Linear):
     """The library's ``Linear`` inside a converted network: takes the folded batch."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         fold = current_fold()
-        if fold is None:
+        if fold is None or _once(fold, x, self, 2):
             return super().forward(x)
         xs = fold.unfold(x, "a converted Linear")  # [*D, N, *mid, in]
         keep, weight = take_mask(self.declared_weight(), xs)  # a per-example mask, taken once
@@ -132,7 +165,7 @@ class _FoldedConv:
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         layer: Callable = super().forward  # type: ignore[misc]
         fold = current_fold()
-        if fold is None:
+        if fold is None or _once(fold, x, self, self.dims + 2):
             return layer(x)
         xs = fold.unfold(x, f"a converted Conv{self.dims}d")  # [*D, N, C, *space]
         keep, weight = take_mask(self.declared_weight(), xs)  # type: ignore[attr-defined]

@@ -104,15 +104,17 @@ class ConvertedModel(PyroModule):
         return torch.broadcast_shapes(*batch) if batch else torch.Size()
 
     # --- the passes --------------------------------------------------------------------------
-    def _folded(self, x: torch.Tensor, draws: torch.Size) -> torch.Tensor:
+    def _folded(self, x: torch.Tensor, draws: torch.Size, eager: bool = False) -> torch.Tensor:
+        """The draws folded into the batch: at the first layer whose weights differ between draws
+        (the layers before it run once), or, ``eager``, at the input."""
         fold = Fold(draws, x.shape[0])
         with folding(fold):
-            out = self.net(x.expand(fold.size, *x.shape).reshape(fold.size * x.shape[0], *x.shape[1:]))
-        if not isinstance(out, torch.Tensor) or out.dim() == 0 or out.shape[0] != fold.size * x.shape[0]:
-            raise FoldError(
-                f"the network returned {type(out).__name__} {getattr(out, 'shape', '')}, not the folded batch"
-            )
-        return out.reshape(*draws, x.shape[0], *out.shape[1:])
+            out = self.net(fold.repeat(x) if eager else x)
+        rows = (fold.rows, fold.size * fold.rows)
+        if not isinstance(out, torch.Tensor) or out.dim() == 0 or out.shape[0] not in rows:
+            got = f"{type(out).__name__} {tuple(getattr(out, 'shape', ()))}"
+            raise FoldError(f"the network returned {got}, not the folded batch")
+        return fold.repeat(out).reshape(*draws, x.shape[0], *out.shape[1:])
 
     def _looped(
         self, x: torch.Tensor, draws: torch.Size, sites: dict[str, int], count: int | None = None
@@ -139,16 +141,21 @@ class ConvertedModel(PyroModule):
             return self.verdicts.get(key, "fold")
         rows = x[:_CHECK_ROWS]
         with torch.no_grad():
-            try:
-                folded = self._folded(rows, draws).reshape(math.prod(draws), *rows.shape[:1], -1)[:2]
-            except FoldError as e:
-                return self._decide(key, "loop", f"the batched pass failed ({e})")
-            looped = self._looped(rows, draws, sites, count=2).reshape(folded.shape)
-        gap = float((folded - looped).abs().max()) if folded.numel() else 0.0
-        scale = float(looped.abs().max()) if looped.numel() else 0.0
-        if not math.isfinite(gap) or gap > 1e-4 * max(1.0, scale):
-            return self._decide(key, "loop", f"with the same two draws they differ by up to {gap:.3g}")
-        return self._decide(key, "fold", "")
+            looped = self._looped(rows, draws, sites, count=2)
+            for mode in ("fold", "eager"):
+                try:
+                    folded = self._folded(rows, draws, eager=mode == "eager").reshape(math.prod(draws), -1)[
+                        :2
+                    ]
+                except Exception as e:  # the forward cannot take the folded batch: the next way
+                    why = f"the batched pass failed ({type(e).__name__}: {e})"
+                    continue
+                gap = float((folded - looped.reshape(folded.shape)).abs().max()) if folded.numel() else 0.0
+                scale = float(looped.abs().max()) if looped.numel() else 0.0
+                if math.isfinite(gap) and gap <= 1e-4 * max(1.0, scale):
+                    return self._decide(key, mode, "")
+                why = f"with the same two draws they differ by up to {gap:.3g}"
+        return self._decide(key, "loop", why)
 
     def _decide(self, key: tuple, verdict: str, why: str) -> str:
         self.verdicts[key] = verdict
@@ -191,8 +198,8 @@ class ConvertedModel(PyroModule):
         with _NoFunctionalDropout(type(self.net).__name__) if self.untraced else contextlib.nullcontext():
             if not draws:
                 f = self.net(x)
-            elif self._verdict(x, draws, sites) == "fold":
-                f = self._folded(x, draws)
+            elif (verdict := self._verdict(x, draws, sites)) != "loop":
+                f = self._folded(x, draws, eager=verdict == "eager")
             else:
                 f = self._looped(x, draws, sites)
         check_targets(self.likelihood, y, n)
