@@ -44,13 +44,12 @@ def working_directory(folder: Path) -> Iterator[None]:
 
 
 def run_page(page: Path, folder: Path) -> dict:
-    """Run the page's blocks in ``folder`` (with an ``img/`` in it); return their namespace."""
+    """Run the page's blocks in ``folder`` (a page makes its own ``img/``); return their namespace."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    (folder / "img").mkdir(parents=True, exist_ok=True)
     namespace: dict = {"__name__": f"tutorial_{page.stem.replace('-', '_')}"}
     import pyro
 
