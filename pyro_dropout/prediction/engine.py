@@ -14,6 +14,7 @@ from pyro.poutine.trace_struct import Trace
 from ..infer.input_checks import check_finite_inputs, check_not_empty
 from .chunks import ChunkRunner, DrawLatents, auto_chunk_size, chunk_sizes, largest_tensor_bytes
 from .collect import Outputs, chunk_outputs, plate_nesting
+from .draw_cost import per_draw_bytes
 from .draws import Predictions
 from .replay import TracedChunk, trace_chunk
 
@@ -58,8 +59,11 @@ def prepare(
     num_samples: int,
     chunk_size: int | str | None,
     device: torch.device | None,
+    measure_draws: bool = False,
 ) -> tuple[ChunkRunner, int]:
-    """The runner of the chunks and the draws per chunk, from one posterior draw's pass of the model."""
+    """The runner of the chunks and the draws per chunk, from one posterior draw's pass of the model
+    (``measure_draws``: for a model that shares part of its pass between draws, the chunk is sized
+    by what a draw adds, :mod:`.draw_cost`)."""
     if isinstance(num_samples, bool) or not (isinstance(num_samples, int) and num_samples >= 1):
         raise ValueError(f"num_samples must be a positive int, got {num_samples!r}")
     chunk_size = _chunk_setting(chunk_size)
@@ -80,6 +84,9 @@ def prepare(
         model, draw_latents, prototype, plate_nesting(prototype), args, kwargs, frozenset(draw)
     )
     if chunk_size == "auto":
+        if measure_draws and getattr(model, "checks_its_batching", False):  # a pass partly shared by draws
+            grows = per_draw_bytes(runner)
+            widest = widest if grows is None else grows
         return runner, auto_chunk_size(device or _device_of_inputs(runner), widest, num_samples)
     return runner, num_samples if chunk_size is None else int(chunk_size)
 

@@ -132,7 +132,7 @@ def _guide_chunks(
     wanted = wanted_sites(return_sites)
     draw, one_draw = _guide_draws(guide)
     device = device_of(model, guide)
-    runner, chunk = prepare(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device)
+    runner, chunk = prepare(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device, parallel)
     parallel = parallel and batched_is_exact(runner)
     params = leaf_params(model, guide) if jit else None
     return draw_chunks(runner, num_samples, chunk, parallel, wanted, meta, params, owner=guide)
