@@ -3,9 +3,10 @@ r"""Gradient-sign attacks on the MC-dropout predictive of any classifier ``model
 The attacked quantity is the log of the *predictive* class probabilities, the mean over
 ``num_samples`` draws of the weights (one mask per draw, shared by the images):
 
-.. math::
-    \log \bar p(y \mid x) = \log \frac{1}{T} \sum_{t=1}^{T} p(y \mid x, \omega_t),
-    \qquad \omega_t \sim q,
+$$
+\log \bar p(y \mid x) = \log \frac{1}{T} \sum_{t=1}^{T} p(y \mid x, \omega_t),
+\qquad \omega_t \sim q,
+$$
 
 differentiated in :math:`x` through the averaged probabilities (fresh draws at every call).
 ``num_samples=1`` attacks a single stochastic forward pass instead; a network without dropout
@@ -16,7 +17,7 @@ gives the same answer for any ``num_samples``.
   with ``target`` it raises the target's, :math:`x + \eta\,\mathrm{sgn}\nabla_x \log \bar p(t\mid x)`.
 * :func:`iterative_fgs`: the targeted step repeated (paper 003 §5.3), yielding every iterate.
 
-Usage::
+Usage:
 
     x_adv = fgs(model, guide, x_test, eta=0.1, num_samples=10)
     for step, x_t in enumerate(iterative_fgs(model, guide, x, target=0, eta=0.01, steps=40), 1):

@@ -7,13 +7,15 @@ any accelerator, any number of devices or nodes (``strategy="ddp"``), Lightning'
 **The minibatch scale across ranks.** Each of ``R`` ranks holds its own ``b_r`` rows of a global
 batch of ``B = Σ b_r`` rows. DDP averages the ranks' gradients, so each rank's loss is
 
-.. math::  -\frac{N R}{B} \sum_{n \in b_r} \mathbb{E}_q \log p(y_n \mid x_n, \omega) + \mathrm{KL},
+$$
+-\frac{N R}{B} \sum_{n \in b_r} \mathbb{E}_q \log p(y_n \mid x_n, \omega) + \mathrm{KL},
+$$
 
 whose average over ranks is the ELBO of the global batch: the per-point terms scaled by
 :math:`N/B`, the KL counted once. ``B`` is summed across ranks each step (one small
 all-reduce), so unequal shares are scaled right too.
 
-Usage::
+Usage:
 
     from pyro_dropout.lightning import SVIModule
     module = SVIModule(model, DropoutGuide(model), DropoutELBO(), lr=1e-3, num_data=len(train_set))

@@ -10,7 +10,7 @@ default the model's ``action_values`` method) and a trained guide make a policy:
 * :class:`EpsilonGreedy` takes the best action of the expected weights (standard dropout) and a
   uniformly random one with probability ε.
 
-Usage::
+Usage:
 
     policy = ThompsonSampling(model, guide)
     action = policy.act(context)          # [N] action indices

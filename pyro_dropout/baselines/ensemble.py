@@ -5,13 +5,14 @@ estimate (a :class:`~pyro_dropout.guides.DropoutGuide` with ``p = 0``: every wei
 the prior acting as weight decay), each with its own initialisation and its own batches. The
 predictive is the equally weighted mixture of the members:
 
-.. math::
-    p(y \mid x) = \frac1M \sum_m p(y \mid x, \theta_m),
+$$
+p(y \mid x) = \frac1M \sum_m p(y \mid x, \theta_m),
+$$
 
 for regression a mixture of Gaussians (heteroscedastic heads: a mean and a variance per member),
 for classification the mean of the members' softmax outputs.
 
-Usage::
+Usage:
 
     model, guide = deep_ensemble(13, hidden=(50,), members=5)      # x: [5, N, 13], y: [5, N]
     svi = SVI(model, guide, pyro.optim.Adam({"lr": 1e-3}), DropoutELBO())

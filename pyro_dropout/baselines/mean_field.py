@@ -30,7 +30,7 @@ class MeanFieldGuide(AutoGuide):
     Sites with a constrained support get a MAP point estimate. The standard deviations start
     at ``init_scale`` (small, as is usual for Bayes by backprop).
 
-    Usage::
+    Usage:
 
         model = MLP(13, hidden=(50,), tau=1.0, prior="normal")
         guide = MeanFieldGuide(model)

@@ -88,7 +88,7 @@ class BernoulliDropout(MaskedWeight):
     are drawn without gradient, so ``p`` itself cannot be learned (use
     :class:`~pyro_dropout.distributions.ConcreteDropout` for that).
 
-    Usage::
+    Usage:
 
         q = BernoulliDropout(torch.randn(50, 13), p=0.1)   # event_shape (50, 13)
         w = q.rsample()                                      # columns dropped w.p. 0.1

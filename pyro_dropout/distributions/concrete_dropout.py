@@ -18,10 +18,11 @@ class ConcreteDropout(MaskedWeight):
 
     The drop indicator is the binary Concrete (relaxed Bernoulli) variable of paper [1], eq. 5,
 
-    .. math::
-        \tilde z = \mathrm{sigmoid}\Big(\tfrac{1}{t}\big(\log p - \log(1-p)
-                                         + \log u - \log(1-u)\big)\Big),
-        \qquad u \sim \mathcal{U}(0, 1),
+    $$
+    \tilde z = \mathrm{sigmoid}\Big(\tfrac{1}{t}\big(\log p - \log(1-p)
+    + \log u - \log(1-u)\big)\Big),
+    \qquad u \sim \mathcal{U}(0, 1),
+    $$
 
     so the sample is differentiable in both :math:`M` and :math:`p`, and ``p`` can be
     learned by gradient descent. As :math:`t \to 0` the family tends to

@@ -4,11 +4,12 @@ All registrations of the package live here. For a dropout family
 :math:`q(W)`, :math:`W = M\,\mathrm{diag}(z)/(1-p)` with :math:`K` dropped units, and a
 prior :math:`\mathcal{N}(\mu, s^2)` on every weight (prior length-scale :math:`l = 1/s`),
 
-.. math::
-    \mathrm{KL}(q\,\|\,p) = \sum_{e} \Big[\frac{\mathbb{E}_q (w_e-\mu_e)^2}{2 s_e^2}
-        + \log s_e + \tfrac12\log 2\pi - \log\delta\Big] - K\,\mathcal{H}(p),
-    \qquad
-    \mathbb{E}_q (w-\mu)^2 = \frac{m^2}{1-p} - 2 m\mu + \mu^2,
+$$
+\mathrm{KL}(q\,\|\,p) = \sum_{e} \Big[\frac{\mathbb{E}_q (w_e-\mu_e)^2}{2 s_e^2}
++ \log s_e + \tfrac12\log 2\pi - \log\delta\Big] - K\,\mathcal{H}(p),
+\qquad
+\mathbb{E}_q (w-\mu)^2 = \frac{m^2}{1-p} - 2 m\mu + \mu^2,
+$$
 
 with :math:`\mathcal{H}(p) = -p\log p - (1-p)\log(1-p)`. For :math:`\mu = 0` the
 weight term is :math:`\frac{l^2}{2(1-p)}\lVert M\rVert^2`: the KL of paper [1], eq. 3,

@@ -21,8 +21,9 @@ class QuantisedGaussian(TorchDistribution):
 
     Each weight takes values on the grid :math:`\delta\mathbb{Z}` with probability
 
-    .. math::
-        P(w) \approx \delta\, \mathcal{N}(w;\ \mu, s^2) \qquad (\delta \to 0),
+    $$
+    P(w) \approx \delta\, \mathcal{N}(w;\ \mu, s^2) \qquad (\delta \to 0),
+    $$
 
     so the log-probability of a grid point is the Gaussian log-density plus the
     **quantisation constant** :math:`\log\delta`. Quantisation changes nothing a
@@ -43,7 +44,7 @@ class QuantisedGaussian(TorchDistribution):
     ``sample`` draws from the Gaussian and rounds to the grid when a resolution is
     set. ``rsample`` is not provided: a quantised variable has no reparameterisation.
 
-    Usage::
+    Usage:
 
         w = pyro.sample("w", QuantisedGaussian(0.0, 1.0).expand([50, 13]).to_event(2))
 

@@ -139,7 +139,7 @@ def to_arviz(
     draws form one chain. ``parallel=False``: one unbatched pass per draw, for a model that
     cannot take batched weights (as :func:`~pyro_dropout.prediction.predict`).
 
-    Usage::
+    Usage:
 
         idata = to_arviz(model, guide, x, y, num_samples=1000)
         az.loo(idata)

@@ -78,7 +78,7 @@ class DropoutGuide(DropoutSummaries, AutoGuide):
     :class:`~pyro_dropout.infer.DropoutELBO` and :class:`~pyro_dropout.infer.BBAlpha`
     use the analytic KL of :mod:`pyro_dropout.distributions.kl`.
 
-    Usage::
+    Usage:
 
         guide = DropoutGuide(model, dropout=0.1)       # Bernoulli masks, fixed p
         guide = DropoutGuide(model, concrete=True)     # Concrete masks, p learned per site

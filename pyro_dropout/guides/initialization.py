@@ -72,7 +72,7 @@ def init_sites_to(values: Mapping[str, float], fallback: Callable = init_to_fan_
     """An ``init_loc_fn`` that starts each site named in ``values`` at that value (filled to the
     site's shape, e.g. a precision ``tau`` per run) and every other site by ``fallback``.
 
-    Usage::
+    Usage:
 
         guide = DropoutGuide(model, init_loc_fn=init_sites_to({"tau": 1.0}))
     """

@@ -54,10 +54,11 @@ def _factor_log_likelihoods(model_trace: Trace, particle_dim: int | None) -> lis
 class BBAlpha(DropoutTraceMixin, ELBO):
     r"""The reparameterised BB-α energy of dropout inference (paper [1], eq. 6-7).
 
-    .. math::
-        \mathcal{L}_\alpha = \mathrm{KL}(q\,\|\,p) - \frac{1}{\alpha}\sum_n
-            \log \frac{1}{K}\sum_{k=1}^{K} p(y_n \mid x_n, \omega_k)^{\alpha},
-        \qquad \omega_k \sim q,
+    $$
+    \mathcal{L}_\alpha = \mathrm{KL}(q\,\|\,p) - \frac{1}{\alpha}\sum_n
+    \log \frac{1}{K}\sum_{k=1}^{K} p(y_n \mid x_n, \omega_k)^{\alpha},
+    \qquad \omega_k \sim q,
+    $$
 
     the log-mean-exp taken per data point over ``K = num_particles`` mask draws, the KL
     analytic (:mod:`pyro_dropout.distributions.kl`). Every element of the model's plates
@@ -72,7 +73,7 @@ class BBAlpha(DropoutTraceMixin, ELBO):
     ``loss`` returns :math:`\mathcal{L}_\alpha` (to be minimised), ``differentiable_loss``
     the same as a tensor, ``loss_and_grads`` also back-propagates it.
 
-    Usage::
+    Usage:
 
         svi = SVI(model, guide, pyro.optim.Adam({"lr": 1e-3}), loss=BBAlpha(0.5, num_particles=10))
 

@@ -47,7 +47,7 @@ class CompiledSVI(SVI):
     tracer's other warnings). Should a later PyTorch drop it, ``jit_compile=False`` keeps the
     rest.
 
-    Usage::
+    Usage:
 
         svi = CompiledSVI(model, guide, pyro.optim.Adam({"lr": 1e-3}), DropoutELBO())
         for x, y in batches:

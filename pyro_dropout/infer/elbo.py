@@ -27,9 +27,10 @@ def log_likelihood_sum(model_trace: Trace) -> torch.Tensor:
 class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
     r"""The ELBO of dropout variational inference (paper [1], eq. 8; paper [2], eq. 1).
 
-    .. math::
-        \mathcal{L} = \sum_{n} \mathbb{E}_{q}\log p(y_n \mid x_n, \omega)
-                      - \mathrm{KL}(q(\omega)\,\|\,p(\omega)),
+    $$
+    \mathcal{L} = \sum_{n} \mathbb{E}_{q}\log p(y_n \mid x_n, \omega)
+    - \mathrm{KL}(q(\omega)\,\|\,p(\omega)),
+    $$
 
     estimated with ``num_particles`` draws of the masks and the analytic KL of
     :mod:`pyro_dropout.distributions.kl`. By default one mask per draw is shared by the
@@ -54,7 +55,7 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
     processes); where compiling fails it warns and traces instead
     (:mod:`pyro_dropout.infer.fast.compiled`).
 
-    Usage::
+    Usage:
 
         svi = SVI(model, DropoutGuide(model), pyro.optim.Adam({"lr": 1e-2}), DropoutELBO())
         svi = SVI(model, guide, pyro.optim.Adam({"lr": 1e-2}), DropoutELBO(jit=True))  # faster

@@ -117,7 +117,7 @@ def evaluate(
     """Predict with ``num_samples`` MC-dropout draws on ``(*args, **kwargs)`` (observations
     included), ``chunk_size`` at a time, and return the report that fits the likelihood.
 
-    Usage::
+    Usage:
 
         report = evaluate(model, guide, x_test, y_test)
         print(report)            # RMSE, test LL, CRPS, coverage ... or accuracy, NLL, ECE ...

@@ -52,9 +52,10 @@ def _inputs(
 def gaussian_log_likelihood(samples: object, y: object, tau: object) -> torch.Tensor:
     r"""Test log-likelihood per point, paper [1] eq. 13, by log-sum-exp over the draws.
 
-    .. math::
-        \log p(y^* \mid x^*) \approx \operatorname{logsumexp}_t\big(-\tfrac{\tau}{2}
-            \lVert y - \hat y_t\rVert^2\big) - \log T - \tfrac{D}{2}\log 2\pi + \tfrac{D}{2}\log\tau
+    $$
+    \log p(y^* \mid x^*) \approx \operatorname{logsumexp}_t\big(-\tfrac{\tau}{2}
+    \lVert y - \hat y_t\rVert^2\big) - \log T - \tfrac{D}{2}\log 2\pi + \tfrac{D}{2}\log\tau
+    $$
 
     :param samples: function draws ``[T, N]`` (or ``[T, N, D]`` for ``D`` outputs).
     :param y: targets ``[N]`` (or ``[N, D]``).

@@ -7,7 +7,7 @@ slot of the data plate), i.e. as ``[S, 1, out, in]``. ``x @ W.T`` would then giv
 functions drop trailing singleton batch dims (the plate slots) of weights and biases,
 so that outputs come out as ``[S, N, out]``.
 
-Usage::
+Usage:
 
     def model(x, y=None):
         w = pyro.sample("w", QuantisedGaussian(0.0, 1.0).expand([50, 1]).to_event(2))

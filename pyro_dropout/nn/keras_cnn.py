@@ -6,7 +6,7 @@ weights are point estimates (rate 0) and their output is computed once for every
 masks; only the two fully connected layers run per draw. Weights are sample sites, batched over
 draws like :class:`~pyro_dropout.nn.MLP`'s.
 
-Usage::
+Usage:
 
     model = KerasCNN()
     guide = DropoutGuide(model)           # the rates the layers declare: 0.5 before each fc layer

@@ -144,7 +144,7 @@ class Linear(BayesianLayer):
     :math:`l` = ``length_scale``. The forward pass broadcasts over leading sample and
     particle dims of the weights (:func:`~pyro_dropout.nn.functional.linear`).
 
-    Usage::
+    Usage:
 
         class Net(PyroModule):
             def __init__(self):

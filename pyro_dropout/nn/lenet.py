@@ -5,7 +5,7 @@ before the last fully connected layer (``dropout=0.5``, paper 000 §5.2) and opt
 every weight layer (``dropout_all=p``: "LeNet-all"). Batched over draws like
 :class:`~pyro_dropout.nn.MLP`: every layer takes weights with leading draw dimensions.
 
-Usage::
+Usage:
 
     model = LeNet(num_data=len(x_train))            # Caffe's weight decay 5e-4 as the prior
     guide = DropoutGuide(model)                     # the rates the layers declare

@@ -100,7 +100,7 @@ class MLP(PyroModule):
     ``[R, 1]``). The runs share nothing, so training them together equals training them
     one after another, in one vectorised pass.
 
-    Usage::
+    Usage:
 
         model = MLP(13, hidden=(50,), tau=0.1)
         guide = DropoutGuide(model, dropout=0.05)

@@ -12,7 +12,7 @@ still one per sequence (:func:`~pyro_dropout.nn.functional.take_mask`). The anal
 each weight once, however long the sequences.
 
 Inputs ``[T, N, in]`` (``batch_first=True``: ``[N, T, in]``) with optional leading draw dims,
-as ``torch.nn.LSTM``'s. Usage::
+as ``torch.nn.LSTM``'s. Usage:
 
     class Forecaster(PyroModule):
         def __init__(self):

@@ -71,7 +71,7 @@ def predict(
     device of the model's (or guide's) parameters. Pass observations as the model's
     usual argument to get :math:`\log p(y_n \mid x_n, \omega_t)` as well.
 
-    Usage::
+    Usage:
 
         pred = predict(model, guide, x_test, y_test, num_samples=1000)
         pred["mean"].shape             # [1000, N]: function draws
