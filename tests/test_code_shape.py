@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "pyro_dropout"
 EXPERIMENTS = ROOT / "experiments" / "pyro_dropout_experiments"
-# the layers of DESIGN.md, lowest first; a module may import from its own layer or below
+# the layers of docs/design.md, lowest first; a module may import from its own layer or below
 LAYERS = [
     {"ops", "runtime"},
     {"distributions"},

@@ -23,7 +23,7 @@ from pyro.nn import PyroModule
 from .conv import Conv2d
 from .functional import flatten, max_pool2d
 from .layers import Linear
-from .lenet import observe_classes
+from .lenet import check_num_data, observe_classes
 
 __all__ = ["KerasCNN"]
 
@@ -35,6 +35,8 @@ class KerasCNN(PyroModule):
     :param hidden: units of the fully connected hidden layer (paper 003: 100; Keras: 128).
     :param dropout: the drop probability before each fully connected layer.
     :param length_scale: the prior length-scale of every layer (paper 003: ``l² = 0.1``).
+    :param num_data: the data set's size: a labelled minibatch is scaled to it (``None``: each
+        batch is the whole data).
     """
 
     def __init__(
@@ -47,8 +49,10 @@ class KerasCNN(PyroModule):
         dropout: float = 0.5,
         length_scale: float = math.sqrt(0.1),
         image_size: int = 28,
+        num_data: int | None = None,
     ) -> None:
         super().__init__()
+        self.num_data = check_num_data(num_data, "KerasCNN")
         side = (image_size - 4) // 2
         if side < 1:
             raise ValueError(f"KerasCNN: images of side {image_size} are too small (at least 6)")
@@ -67,4 +71,8 @@ class KerasCNN(PyroModule):
     def forward(
         self, x: torch.Tensor, y: torch.Tensor | None = None, num_data: int | None = None
     ) -> torch.Tensor:
-        return observe_classes(self.logits(x), y, num_data)
+        if num_data is not None and self.num_data is not None and num_data != self.num_data:
+            raise ValueError(f"KerasCNN was built for num_data={self.num_data}; got num_data={num_data} here")
+        return observe_classes(
+            self.logits(x), y, check_num_data(num_data, "KerasCNN.forward") or self.num_data
+        )

@@ -7,14 +7,15 @@ every weight layer (``dropout_all=p``: "LeNet-all"). Batched over draws like
 
 Usage:
 
-    model = LeNet(num_data=len(x_train))            # Caffe's weight decay 5e-4 as the prior
+    model = LeNet(num_data=len(x_train))            # the data's size: the priors and the minibatch scale
     guide = DropoutGuide(model)                     # the rates the layers declare
-    svi.step(x_batch, y_batch, num_data=len(x_train))
+    svi.step(x_batch, y_batch)                      # the labels at site "obs", scaled to num_data
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pyro
 import pyro.distributions as dist
@@ -41,11 +42,27 @@ def length_scale_for(weight_decay: float, num_data: int, p: float) -> float:
     return math.sqrt(weight_decay * num_data * (1.0 - p))
 
 
+def check_num_data(num_data: Any, what: str) -> int | None:
+    """``num_data``, the size of the data set (``None``: the batch is the data), checked."""
+    if num_data is None:
+        return None
+    if isinstance(num_data, bool) or not isinstance(num_data, int) or num_data < 1:
+        raise ValueError(
+            f"{what}: num_data must be a whole number >= 1 (the data set's size), got {num_data!r}"
+        )
+    return num_data
+
+
 def observe_classes(logits: torch.Tensor, y: torch.Tensor | None, num_data: int | None) -> torch.Tensor:
-    """``Categorical(logits=logits)`` observed (or sampled) in a plate ``"data"`` over the images,
-    scaled to ``num_data`` of them; records ``"logits"``. ``logits``: ``[..., N, classes]``."""
+    """``Categorical(logits=logits)`` observed (or sampled) in the plate ``"data"`` over the images,
+    and scaled to ``num_data`` of them when observed (a minibatch of the data); records the logits
+    as ``"logits"`` and the labels as ``"obs"`` (``pred.probs["obs"]``: ``[T, N, classes]``).
+    ``logits``: ``[..., N, classes]``."""
     n = logits.shape[-2]
-    with pyro.plate("data", num_data or n, subsample=torch.arange(n, device=logits.device)):
+    if num_data is not None and y is not None and num_data < n:
+        raise ValueError(f"num_data={num_data} is smaller than the {n} labelled rows of this batch")
+    size = num_data if num_data is not None and y is not None else n  # predictions need no scale
+    with pyro.plate("data", size, subsample=torch.arange(n, device=logits.device)):
         logits = pyro.deterministic("logits", logits, event_dim=1)
         return pyro.sample("obs", dist.Categorical(logits=logits), obs=y)
 
@@ -74,6 +91,7 @@ class LeNet(PyroModule):
         image_size: int = 28,
     ) -> None:
         super().__init__()
+        self.num_data = check_num_data(num_data, "LeNet")
         side = ((image_size - 4) // 2 - 4) // 2
         if side < 1:
             raise ValueError(f"LeNet: images of side {image_size} are too small (at least 16)")
@@ -96,4 +114,13 @@ class LeNet(PyroModule):
     def forward(
         self, x: torch.Tensor, y: torch.Tensor | None = None, num_data: int | None = None
     ) -> torch.Tensor:
-        return observe_classes(self.logits(x), y, num_data)
+        """Observe ``y`` (labels ``[N]``) at site ``"obs"``, scaled to the data set's size: the
+        ``num_data`` the network was built with (the one that set its priors); a different one is
+        refused, as a subset of the data needs a network built for its size."""
+        if num_data is not None and check_num_data(num_data, "LeNet.forward") != self.num_data:
+            raise ValueError(
+                f"LeNet was built for num_data={self.num_data} (its priors' weight decay); the likelihood's "
+                f"num_data={num_data} must be the same: build "
+                f"LeNet(num_data={num_data}), or leave it out here"
+            )
+        return observe_classes(self.logits(x), y, self.num_data)

@@ -110,3 +110,20 @@ def test_bad_probabilities_and_labels():
         accuracy(good, torch.tensor([0.3, 1.2, 0.0, 1.0]))
     with pytest.raises(ValueError, match="labels must lie"):
         accuracy(good, torch.tensor([0, 1, 2, 0]))
+
+
+def test_the_metrics_take_predict_standards_output_as_it_is():
+    """predict_standard's probabilities are [1, N, C] (T = 1): the metrics take them unchanged."""
+    from pyro_dropout import DropoutGuide, predict_standard
+    from pyro_dropout.metrics import accuracy, expected_calibration_error, negative_log_likelihood
+    from pyro_dropout.nn import MLP
+
+    x, y = torch.randn(10, 2), torch.randint(0, 3, (10,))
+    model = MLP(2, 3, hidden=(4,), likelihood="categorical")
+    guide = DropoutGuide(model)
+    guide(x, y)
+    probs = predict_standard(model, guide, x).probs["obs"]
+    assert probs.shape == (1, 10, 3)
+    assert accuracy(probs, y) == accuracy(probs[0], y)
+    assert negative_log_likelihood(probs, y) == pytest.approx(negative_log_likelihood(probs[0], y))
+    assert expected_calibration_error(probs, y) == pytest.approx(expected_calibration_error(probs[0], y))

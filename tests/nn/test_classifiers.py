@@ -44,3 +44,29 @@ def test_bad_sizes_are_named(bad):
         concrete_mlp(8, bad)
     with pytest.raises(ValueError, match="length_scale"):
         concrete_mlp(8, 1, length_scale=-1.0)
+
+
+def test_lenet_and_kerascnn_take_one_num_data():
+    """The data set's size, given once, sets LeNet's priors and scales a labelled minibatch; another
+    one in the forward is refused, as is a size that is not one (before: -5 gave a finite loss from
+    a negatively scaled likelihood, 0 was read as None)."""
+    import pyro
+    from pyro import poutine
+
+    from pyro_dropout.nn import KerasCNN, LeNet
+
+    x, y = torch.randn(4, 1, 28, 28), torch.randint(0, 10, (4,))
+    model = LeNet(num_data=100)
+    trace = poutine.trace(model).get_trace(x, y)
+    assert trace.nodes["obs"]["scale"] == 25.0  # 100 / 4
+    with pytest.raises(ValueError, match=r"built for num_data=100.*build LeNet\(num_data=50\)"):
+        model(x, y, num_data=50)
+    for bad in (-5, 0, 2.5, True):
+        with pytest.raises(ValueError, match="num_data must be a whole number >= 1"):
+            LeNet(num_data=bad)
+    cnn = KerasCNN(num_data=8)
+    assert poutine.trace(cnn).get_trace(x, y).nodes["obs"]["scale"] == 2.0
+    with pytest.raises(ValueError, match=r"num_data=2 is smaller than the 4 labelled rows"):
+        KerasCNN(num_data=2)(x, y)
+    pyro.clear_param_store()
+    assert poutine.trace(model).get_trace(torch.randn(300, 1, 28, 28)).nodes["obs"]["value"].shape == (300,)
