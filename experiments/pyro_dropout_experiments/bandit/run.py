@@ -5,7 +5,6 @@ with Concrete dropout, ε-greedy and a uniform policy, for each δ. Writes ``res
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -20,6 +19,7 @@ from pyro_dropout.guides import DropoutGuide
 from pyro_dropout.infer import DropoutELBO
 from pyro_dropout.policies import EpsilonGreedy, ThompsonSampling
 
+from ..core import open_results, save_results
 from .figure import bandit_figure
 from .model import RewardModel
 from .settings import BanditSettings
@@ -64,8 +64,8 @@ def run_bandit(s: BanditSettings, out: str | Path, progress: bool = True) -> dic
     """Every (δ, policy, repeat): cumulative regret, and normalised as Riquelme et al. report it
     (100 × the policy's over the uniform policy's)."""
     out = Path(out)
+    results: dict[str, Any] = {**open_results(out, asdict(s)), "deltas": {}}  # another run's: refused
     out.mkdir(parents=True, exist_ok=True)
-    results: dict[str, Any] = {"settings": asdict(s), "deltas": {}}
     start = time.perf_counter()
     bar = tqdm(total=len(s.deltas) * len(s.policies) * s.repeats, disable=not progress, desc="bandit runs")
     for delta in s.deltas:
@@ -85,6 +85,6 @@ def run_bandit(s: BanditSettings, out: str | Path, progress: bool = True) -> dic
         results["deltas"][f"{delta:g}"] = entry
     bar.close()
     results["seconds"] = round(time.perf_counter() - start, 1)
-    (out / "results.json").write_text(json.dumps(results))
+    save_results(out, results)
     bandit_figure(results, out / "bandit.png")
     return results

@@ -1,5 +1,6 @@
 """What every experiment shares: options and flags, training, checkpoints, results and noise estimates."""
 
+from .atomic import refuse_link, save_figure, write_atomically
 from .checkpoint import Checkpoints, TrainingCheckpoint, read_checkpoint
 from .command import (
     QUICK_BUDGET,
@@ -18,16 +19,17 @@ from .command import (
 )
 from .noise import held_out_tau, m_step_tau
 from .options import add_flags, flatten, from_args, known_names, unflatten, unless_given, validate
-from .splits import parse_splits
-from .store import (
-    ResultStore,
-    is_result_file,
+from .results_file import (
+    command_name,
     missing_runs,
-    read_record,
+    naming_command,
+    open_results,
     resume_runs,
+    save_results,
     store_run,
-    write_record,
 )
+from .splits import parse_splits
+from .store import ResultStore, is_result_file, read_record, write_record
 from .training import Standardiser, train_runs
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "add_threads",
     "check_device",
     "check_out",
+    "command_name",
     "command_settings",
     "device_flag",
     "device_scope",
@@ -54,16 +57,22 @@ __all__ = [
     "known_names",
     "m_step_tau",
     "missing_runs",
+    "naming_command",
+    "open_results",
     "parse_splits",
     "positive_int",
     "read_checkpoint",
     "read_record",
+    "refuse_link",
     "resume_runs",
+    "save_figure",
+    "save_results",
     "store_run",
     "train_runs",
     "unflatten",
     "unless_given",
     "use_threads",
     "validate",
+    "write_atomically",
     "write_record",
 ]

@@ -9,7 +9,6 @@ training, is an error naming the file and how to start over.
 
 from __future__ import annotations
 
-import os
 import pickle
 import warnings
 from dataclasses import dataclass
@@ -18,6 +17,8 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from .atomic import replace_atomically
 
 __all__ = ["FORMAT", "Checkpoints", "TrainingCheckpoint", "read_checkpoint"]
 
@@ -107,10 +108,8 @@ class TrainingCheckpoint:
         return state
 
     def save(self, state: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.path.with_name(self.path.name + ".partial")
-        torch.save(_plain({**state, "key": self.key, "format": FORMAT}), partial)
-        os.replace(partial, self.path)
+        plain = _plain({**state, "key": self.key, "format": FORMAT})
+        replace_atomically(self.path, lambda temporary: torch.save(plain, temporary))
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)

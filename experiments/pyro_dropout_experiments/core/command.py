@@ -193,7 +193,8 @@ def add_run_flags(
     (``quick`` says what it changes; ``None``: the command has no quick setting), ``--device``
     (unless the command's settings hold it), ``--threads``, ``--quiet`` and ``--data-dir``
     (``data`` names the folders it reads; ``None``: the command reads no data)."""
-    parser.add_argument("--out", default=out, help=f"{files} go here (default {out})")
+    text = f"{files} go here (default {out}; {out}-quick with --quick)"
+    parser.add_argument("--out", default=out, help=text)
     if data is not None:
         parser.add_argument(
             "--data-dir", default=None, help=f"folder holding {data} (default $PYRO_DROPOUT_DATA)"

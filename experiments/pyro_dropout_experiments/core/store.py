@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .atomic import write_atomically
 
 __all__ = [
     "GRID_FIELDS",
@@ -23,10 +25,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "ResultStore",
     "is_result_file",
-    "missing_runs",
     "read_record",
-    "resume_runs",
-    "store_run",
     "write_record",
 ]
 
@@ -80,39 +79,7 @@ def read_record(path: Path, required: dict[str, tuple[type, ...]]) -> dict[str, 
 
 def write_record(path: Path, record: dict[str, Any]) -> None:
     """Write ``record`` (stamped with ``schema_version``) atomically: a stop leaves the old file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps({"schema_version": SCHEMA_VERSION, **record}, indent=1))
-    os.replace(partial, path)
-
-
-def resume_runs(path: Path, settings: dict[str, Any], which: tuple[str, ...]) -> dict[str, Any]:
-    """``{"settings", "runs"}`` from ``path`` if its runs were made with ``settings`` apart from
-    ``which`` (the settings naming which runs to make, which a rerun may change), else a fresh
-    record. It carries the new settings."""
-    plain = json.loads(json.dumps(settings))  # tuples as the file holds them: lists
-    if path.exists():
-        old = read_record(path, {"settings": (dict,), "runs": (dict,)})
-        if {k: v for k, v in old["settings"].items() if k not in which} == {
-            k: v for k, v in plain.items() if k not in which
-        }:
-            return {**old, "settings": plain}
-    return {"settings": plain, "runs": {}}
-
-
-def missing_runs(
-    results: dict[str, Any], groups: tuple[str, ...], repeats: int, seed: int
-) -> list[tuple[str, int]]:
-    """The ``(group, seed)`` pairs, ``repeats`` seeds from ``seed`` for each group, not yet in
-    ``results["runs"]`` (a record of :func:`resume_runs`)."""
-    runs = results["runs"]
-    return [(g, seed + r) for g in groups for r in range(repeats) if str(seed + r) not in runs.get(g, {})]
-
-
-def store_run(path: Path, results: dict[str, Any], group: str, seed: int, record: dict[str, Any]) -> None:
-    """Put one run's ``record`` into ``results["runs"][group][seed]`` and write the file."""
-    results["runs"].setdefault(group, {})[str(seed)] = record
-    write_record(path, results)
+    write_atomically(path, json.dumps({"schema_version": SCHEMA_VERSION, **record}, indent=1))
 
 
 @dataclass
@@ -158,5 +125,6 @@ class ResultStore:
 
 
 def is_result_file(path: Path) -> bool:
-    """A per-split result, not a split's finished grid search waiting for its final model."""
-    return path.suffix == ".json" and not path.name.endswith(GRID_SUFFIX)
+    """A per-split result (``DATASET_LABEL_splitNN.json``), not a split's finished grid search
+    waiting for its final model nor another command's file."""
+    return re.fullmatch(r".+_split\d{2,}\.json", path.name) is not None

@@ -16,6 +16,7 @@ import numpy as np
 
 from pyro_dropout.datasets import load_co2
 
+from ..core import open_results
 from .figures import save_panels, write_results
 from .models import curve, fit_models, scores
 from .settings import CurveSettings
@@ -48,6 +49,7 @@ def run_co2(
     training readings; write ``results.json`` (per model: mean and sd on the grid, sd inside the
     training range, far from it (the last tenth of the grid) and their ratio, RMSE and test
     log-likelihood on the readings after 1991) and ``co2.png``; return the results."""
+    open_results(out, asdict(s))  # another run's results are refused before any work
     t, y, train = co2_data(data_dir)
     span = CO2_TRAIN_END - t.min()
     grid = np.linspace(t.min(), CO2_TRAIN_END + 1.5 * span, GRID)

@@ -3,12 +3,13 @@ shades of half a standard deviation out to two, the end of the training data das
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ..core import save_figure, save_results
 
 __all__ = ["plot_panel", "save_panels", "write_results"]
 
@@ -59,14 +60,13 @@ def save_panels(path: Path, panels: list[dict[str, Any]], columns: int = 2) -> P
         ax.axis("off")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 
 
 def write_results(out: Path, results: dict[str, Any], draw: Any, name: str) -> dict[str, Any]:
     """Write ``results.json`` and the figure ``draw(results, out / name)`` to ``out``; return the results."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(results, indent=1))
+    save_results(out, results)
     draw(results, out / name)
     return results

@@ -16,6 +16,7 @@ import numpy as np
 
 from pyro_dropout.datasets import load_solar
 
+from ..core import open_results
 from .figures import save_panels, write_results
 from .models import curve, fit_models, scores
 from .settings import CurveSettings
@@ -40,6 +41,7 @@ def run_solar(
     """Fit every model on the years outside the gaps; write ``results.json`` (per model: mean and
     sd each year, sd inside the gaps and outside them and their ratio, RMSE and test
     log-likelihood in the gaps) and ``solar.png``; return the results."""
+    open_results(out, asdict(s))  # another run's results are refused before any work
     t, y, train = solar_data(data_dir)
     curves, seconds = fit_models(t[train], y[train], t, s, "solar", progress)
     models = {}

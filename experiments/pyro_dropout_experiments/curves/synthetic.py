@@ -20,6 +20,7 @@ import numpy as np
 
 from pyro_dropout.datasets import linear_noise
 
+from ..core import open_results, save_figure
 from .figures import write_results
 from .fit import fit_curves, mc_predictive
 from .settings import CurveSettings
@@ -75,8 +76,10 @@ def run_synthetic(
 ) -> dict[str, Any]:
     """Train and score every size; write ``results.json`` (per size and repeat: the three sds and
     the learned p per layer) and ``synthetic.png``; return the results."""
+    made_with = {**asdict(s), "sizes": list(sizes), "repeats": repeats, "batch_size": batch_size}
+    open_results(out, made_with)  # another run's results are refused before any work
     per_size = {str(n): _one_size(n, s, repeats, batch_size, progress) for n in sizes}
-    results = {"sizes": list(sizes), "repeats": repeats, "per_size": per_size, "settings": asdict(s)}
+    results = {"sizes": list(sizes), "repeats": repeats, "per_size": per_size, "settings": made_with}
     for key in ("epistemic", "aleatoric", "predictive"):
         results[key] = [float(np.mean(per_size[str(n)][key])) for n in sizes]
     layers = list(per_size[str(sizes[0])]["p"])
@@ -116,6 +119,6 @@ def synthetic_figure(results: dict[str, Any], path: Path) -> Path:
         ax.set(title=f"({title}) N = {n}: data and predictive ±2 sd", xlabel="x", ylabel="y")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path

@@ -15,6 +15,7 @@ from pyro_dropout.metrics import regression_report
 from pyro_dropout.nn import MLP
 from pyro_dropout.prediction import predict, predict_standard
 
+from ..core import save_figure
 from .settings import DemoSettings
 
 __all__ = ["DemoSettings", "make_data", "run_demo"]
@@ -84,5 +85,5 @@ def run_demo(out: Path, s: DemoSettings | None = None) -> dict:
         y_train=y,
         title="MC dropout: the predictive widens away from the data",
     )
-    fig.savefig(out / "demo.png", dpi=120)
+    save_figure(fig, out / "demo.png", dpi=120)
     return figures

@@ -10,6 +10,8 @@ import numpy as np
 
 from pyro_dropout.export import pyplot
 
+from ..core import save_figure
+
 __all__ = ["STATE", "dynamics_figure"]
 
 STATE = ("x", "ẋ", "θ", "θ̇")
@@ -40,5 +42,5 @@ def dynamics_figure(results: dict[str, Any], path: Path) -> None:
     axes[0][3].set(title="return of each episode", xlabel="episode")
     axes[0][0].legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path, dpi=100)
     plt.close(fig)

@@ -130,15 +130,14 @@ def run_dynamics(s: DynamicsSettings, out: str | Path, progress: bool = True) ->
     """Every (agent, repeat), resumed run by run from ``out/results.json``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / "results.json"
-    results = resume_runs(path, asdict(s), _WHICH)
+    results = resume_runs(out, asdict(s), _WHICH)
     todo = missing_runs(results, s.agents, s.repeats, s.seed)
     bar = tqdm(total=len(todo) * s.episodes, disable=not progress, desc="dynamics episodes")
     for agent, seed in todo:
         start = time.perf_counter()
         records = run_agent(agent, s, seed, bar)
         store_run(
-            path,
+            out,
             results,
             agent,
             seed,

@@ -4,7 +4,6 @@ with the horizon. Writes ``results.json`` and ``forecast.png``."""
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -19,7 +18,7 @@ from pyro_dropout.guides import DropoutGuide
 from pyro_dropout.infer import DropoutELBO
 from pyro_dropout.prediction import predict
 
-from ..core import held_out_tau
+from ..core import held_out_tau, open_results, save_figure, save_results
 from ..mnist.training import train_classifier
 from .data import Increments, co2_increments
 from .model import Forecaster
@@ -44,7 +43,7 @@ def _figure(data: Increments, times: np.ndarray, draws: torch.Tensor, path: Path
     ax.set(xlabel="year", ylabel="CO2 (ppm)")
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 
@@ -63,8 +62,9 @@ def run_forecast(
 ) -> dict[str, Any]:
     """Train the forecaster on the windows before ``s.train_end`` and draw ``s.num_samples``
     trajectories ``s.horizon`` steps ahead; scores on the readings there are."""
-    data = co2_increments(s, data_dir)
     out = Path(out)
+    open_results(out, asdict(s))  # another run's results are refused before any work
+    data = co2_increments(s, data_dir)
     out.mkdir(parents=True, exist_ok=True)
     pyro.clear_param_store()
     pyro.set_rng_seed(s.seed)
@@ -94,6 +94,6 @@ def run_forecast(
         "tau_map": tau_map,
         "tau": tau,
     }
-    (out / "results.json").write_text(json.dumps(results, indent=1))
+    save_results(out, results)
     _figure(data, times, draws, out / "forecast.png")
     return results

@@ -11,7 +11,6 @@ Writes ``results.json`` after every network (a rerun with the same settings resu
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -20,11 +19,12 @@ from typing import Any
 from pyro_dropout.metrics import accuracy, negative_log_likelihood
 from pyro_dropout.nn import small_mlp
 
+from ..core import open_results, save_results
 from .alpha_figures import attack_figure
 from .alpha_settings import AttackSettings
 from .alpha_training import train_with_alpha
 from .attack_scores import targeted_attack, untargeted_attack
-from .bbalpha import alpha_key, resumed
+from .bbalpha import alpha_key
 from .data import load_splits
 from .probs import mc_probs
 from .settings import MnistSettings
@@ -87,9 +87,10 @@ def run_adversarial(
         data_dir, validation=s.validation, train_size=s.train_size, test_size=s.test_size, seed=s.seed
     )
     out.mkdir(parents=True, exist_ok=True)
-    path = out / "results.json"
     how = {k: v for k, v in asdict(a).items() if k != "alphas"}  # a rerun may add networks
-    results = resumed(path, {"mnist": asdict(s), "adversarial": how})
+    # a rerun with these settings resumes; other settings are refused, never written over
+    results = open_results(out, {"mnist": asdict(s), "adversarial": how}, resume=True)
+    results.setdefault("seconds", {})
     for part in ("clean", "untargeted", "targeted"):
         results.setdefault(part, {})
     for name, alpha in network_names(a).items():
@@ -99,7 +100,7 @@ def run_adversarial(
         for part, value in _attacks(name, alpha, splits, s, a, progress).items():
             results[part][name] = value
         results["seconds"][name] = round(time.perf_counter() - start, 1)
-        path.write_text(json.dumps(results))
+        save_results(out, results)
     attack_figure(results["untargeted"], "eta", "η (untargeted step size)", out / "untargeted.png")
     attack_figure(
         results["targeted"],

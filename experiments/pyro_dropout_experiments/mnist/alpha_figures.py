@@ -11,6 +11,8 @@ import numpy as np
 
 from pyro_dropout.export import pyplot
 
+from ..core import save_figure
+
 __all__ = ["attack_figure", "bbalpha_figure", "mean_se"]
 
 _NAMES = {"mlp": "2x100 MLP", "cnn": "Keras CNN"}
@@ -41,7 +43,7 @@ def bbalpha_figure(results: dict[str, Any], settings: Any, path: Path) -> None:
             ax.set(xticks=range(len(keys)), xticklabels=[f"α={k}" for k in keys], ylabel=label)
             ax.set_title(f"{_NAMES[name]}: {label}", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 
@@ -86,5 +88,5 @@ def attack_figure(part: dict[str, Any], x_key: str, x_label: str, path: Path, lo
     axes[0].legend(fontsize=7)
     images = {n: np.asarray(part[n]["example"], dtype=np.uint8) for n in names}
     _image_strip(fig, (0.07, 0.03, 0.9, 0.36), images, names, part[names[0]]["example_at"])
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)

@@ -6,7 +6,6 @@ error. Writes ``results.json`` after every training (a rerun with the same setti
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 from pyro_dropout.metrics import accuracy, negative_log_likelihood
 from pyro_dropout.nn import KerasCNN, small_mlp
 
+from ..core import open_results, save_results
 from .alpha_figures import bbalpha_figure
 from .alpha_settings import AlphaSettings
 from .alpha_training import train_with_alpha
@@ -22,7 +22,7 @@ from .data import load_splits
 from .probs import mc_probs
 from .settings import MnistSettings
 
-__all__ = ["alpha_key", "resumed", "run_bbalpha"]
+__all__ = ["alpha_key", "run_bbalpha"]
 
 
 WHICH = ("models", "alphas", "repeats")  # which trainings to run: a rerun may add to them
@@ -62,16 +62,6 @@ def _one_run(
     return {"accuracy": accuracy(probs, y_test), "test_ll": -negative_log_likelihood(probs, y_test)}
 
 
-def resumed(path: Path, settings: dict) -> dict:
-    """The results in ``path`` if they were made with ``settings``, else a fresh record."""
-    settings = json.loads(json.dumps(settings))  # tuples as the file holds them: lists
-    if path.exists():
-        old = json.loads(path.read_text())
-        if old.get("settings") == settings:
-            return old
-    return {"settings": settings, "seconds": {}}
-
-
 def run_bbalpha(
     settings: MnistSettings,
     alpha_settings: AlphaSettings,
@@ -87,9 +77,10 @@ def run_bbalpha(
         data_dir, validation=s.validation, train_size=s.train_size, test_size=s.test_size, seed=s.seed
     )
     out.mkdir(parents=True, exist_ok=True)
-    path = out / "results.json"
     how = {k: v for k, v in asdict(a).items() if k not in WHICH}  # what each training is, not which run
-    results = resumed(path, {"mnist": asdict(s), "bbalpha": how})
+    # a rerun with these settings resumes; other settings are refused, never written over
+    results = open_results(out, {"mnist": asdict(s), "bbalpha": how}, resume=True)
+    results.setdefault("seconds", {})
     for name in a.models:
         for alpha in a.alphas:
             scores = results.setdefault(name, {}).setdefault(
@@ -100,7 +91,7 @@ def run_bbalpha(
                 for k, v in _one_run(name, alpha, repeat, splits, s, a, progress).items():
                     scores[k].append(v)
                 results["seconds"].setdefault(name, []).append(round(time.perf_counter() - start, 1))
-                path.write_text(json.dumps(results, indent=1))
-    path.write_text(json.dumps(results, indent=1))
+                save_results(out, results)
+    save_results(out, results)
     bbalpha_figure(results, a, out / "bbalpha.png")
     return results

@@ -9,7 +9,6 @@ every size). Writes ``results.json`` (after each run) and ``concrete_rates.png``
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from pyro_dropout.metrics import accuracy
 from pyro_dropout.nn import concrete_mlp
 from pyro_dropout.prediction import predict
 
+from ..core import open_results, save_figure, save_results
 from .data import load_splits
 from .settings import MnistSettings
 from .training import train_classifier
@@ -77,7 +77,7 @@ def _figure(results: dict[str, Any], path: Path) -> None:
         ax.set(xscale="log", xlabel=label, ylabel="converged p", title=f"Concrete p against {label}")
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 
@@ -92,14 +92,19 @@ def run_concrete_rates(
     progress: bool = True,
 ) -> dict[str, Any]:
     out = Path(out)
+    key = {**vars(settings), "sizes": list(sizes), "widths": list(widths), "min_steps": min_steps}
+    results = open_results(out, key, resume=True)  # a rerun with these settings skips finished runs
+    for part, empty in (("rates", {}), ("widths", {}), ("accuracy", None)):
+        results.setdefault(part, empty)
     splits = load_splits(data_dir, validation=settings.validation, seed=settings.seed)
-    out.mkdir(parents=True, exist_ok=True)  # once the data is there: a bad folder leaves nothing
     x, y = splits.train[0].flatten(1), splits.train[1]
-    results: dict[str, Any] = {"rates": {}, "widths": {}, "accuracy": None, "settings": vars(settings)}
+    if max(sizes) > len(x):
+        raise ValueError(f"--sizes: {max(sizes)} is more than the {len(x)} training images")
+    out.mkdir(parents=True, exist_ok=True)  # once the data is there: a bad folder leaves nothing
     runs = [("rates", n, 512) for n in sizes] + [("widths", max(sizes), w) for w in widths if w != 512]
     for what, n, width in runs:
-        if n > len(x):
-            raise ValueError(f"training set size {n} is larger than the {len(x)} training images")
+        if str(width if what == "widths" else n) in results[what]:
+            continue
         model, guide, rates = _fit(
             x[:n], y[:n], width, settings, min_steps, progress, f"{width} units, {n} images"
         )
@@ -109,6 +114,6 @@ def run_concrete_rates(
             test_x = splits.test[0].flatten(1)
             probs = predict(model, guide, test_x, num_samples=settings.num_samples).probs["obs"]
             results["accuracy"] = accuracy(probs, splits.test[1])
-        (out / "results.json").write_text(json.dumps(results, indent=1))
+        save_results(out, results)
     _figure(results, out / "concrete_rates.png")
     return results

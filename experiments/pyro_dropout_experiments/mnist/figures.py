@@ -11,6 +11,7 @@ import torch
 from pyro_dropout.export import pyplot
 from pyro_dropout.metrics import reliability_diagram
 
+from ..core import save_figure
 from .scores import uncertainty
 
 __all__ = ["ood_figures"]
@@ -28,7 +29,7 @@ def _reliability(probs: dict[str, dict[str, torch.Tensor]], labels: torch.Tensor
         ax.set(title=f"{name}\nECE {d.ece:.4f}", xlabel="confidence", xlim=(0, 1), ylim=(0, 1))
     axes[0][0].set_ylabel("accuracy")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 
@@ -48,7 +49,7 @@ def _histograms(probs: dict[str, dict[str, torch.Tensor]], path: Path) -> None:
             ax.set_yscale("log")
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 

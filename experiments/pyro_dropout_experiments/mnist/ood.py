@@ -1,17 +1,17 @@
 """``pyro-dropout mnist ood``: a LeNet trained on MNIST tells MNIST test images from Fashion-MNIST
 and notMNIST, and its own mistakes from its right answers; MC dropout, Concrete dropout, the
 standard network, temperature scaling and a deep ensemble side by side (paper 000 §5.2, the
-survey 002). Writes ``results.json`` (after each method: a stopped run keeps what finished) and
-the figures to ``out``."""
+survey 002). Writes ``results.json`` (after each method: a stopped run keeps what finished; a
+rerun of some methods keeps the others' scores) and the figures of this run's methods to ``out``."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..core import open_results, save_results
 from .data import OOD_SETS, load_splits
 from .figures import ood_figures
 from .methods import METHODS, training_of
@@ -41,7 +41,9 @@ def run_ood(
         seed=settings.seed,
     )
     out.mkdir(parents=True, exist_ok=True)  # once the data is there: a bad folder leaves nothing
-    results: dict[str, Any] = {"settings": vars(settings), "methods": {}}
+    # a rerun with these settings keeps the methods it does not train again; other settings are refused
+    results = open_results(out, {**vars(settings), "methods": list(methods)}, which=("methods",), resume=True)
+    results.setdefault("methods", {})
     done: dict[str, Any] = {}
     for name in methods:
         if name in done:  # scored with the training of an earlier method
@@ -58,6 +60,6 @@ def run_ood(
             results["methods"][method] = scores | {"info": info, "train_seconds": round(seconds, 1)}
             acc, nll, ece = scores["accuracy"], scores["nll"], scores["ece"]
             log(f"{method}: accuracy {acc:.4f}, NLL {nll:.4f}, ECE {ece:.4f}")
-        (out / "results.json").write_text(json.dumps(results, indent=1))
+        save_results(out, results)
     ood_figures(done, splits.test[1], out)
     return results

@@ -5,7 +5,6 @@ of the softmax input and output per class, and the variation ratio per rotation.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from pyro_dropout.export import plot_softmax_scatter, pyplot
 from pyro_dropout.metrics import mutual_information, predictive_entropy, variation_ratio
 from pyro_dropout.prediction import predict
 
+from ..core import open_results, save_figure, save_results
 from .data import load_splits
 from .settings import MnistSettings
 from .training import train_lenet
@@ -41,7 +41,7 @@ def _figure(logits: torch.Tensor, images: torch.Tensor, degrees: list[float], pa
     strip.imshow(torch.cat(list(images[:, 0]), dim=1).cpu().numpy(), cmap="gray_r")
     strip.axis("off")
     fig.subplots_adjust(top=0.82)
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     pyplot().close(fig)
 
 
@@ -55,6 +55,7 @@ def run_rotated(
     progress: bool = True,
 ) -> dict[str, Any]:
     out = Path(out)
+    open_results(out, vars(settings))  # another run's results are refused before any work
     splits = load_splits(
         data_dir, validation=settings.validation, train_size=settings.train_size, seed=settings.seed
     )
@@ -74,6 +75,6 @@ def run_rotated(
         "mutual_information": mutual_information(probs).tolist(),
         "settings": vars(settings),
     }
-    (out / "results.json").write_text(json.dumps(results, indent=1))
+    save_results(out, results)
     _figure(logits, images, degrees, out / "rotated.png")
     return results

@@ -9,6 +9,8 @@ import numpy as np
 
 from pyro_dropout.export import pyplot
 
+from ..core import save_figure
+
 __all__ = ["return_curve", "rl_figure"]
 
 
@@ -40,5 +42,5 @@ def rl_figure(results: dict[str, Any], path: Path) -> None:
     ax.set_title(f"{results['settings']['env']}: DQN with dropout", fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)

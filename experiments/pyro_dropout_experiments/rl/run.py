@@ -81,15 +81,14 @@ def run_rl(s: RLSettings, out: str | Path, progress: bool = True) -> dict[str, A
     """Every (policy, repeat), resumed run by run from ``out/results.json``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / "results.json"
-    results = resume_runs(path, asdict(s), _WHICH)
+    results = resume_runs(out, asdict(s), _WHICH)
     todo = missing_runs(results, s.policies, s.repeats, s.seed)
     bar = tqdm(total=len(todo) * s.batches, disable=not progress, desc="rl batches")
     for policy, seed in todo:
         start = time.perf_counter()
         episodes = play(policy, s, seed, bar)
         record = {"episodes": episodes, "seconds": round(time.perf_counter() - start, 1)}
-        store_run(path, results, policy, seed, record | summary(episodes, s.batches))
+        store_run(out, results, policy, seed, record | summary(episodes, s.batches))
     bar.close()
     rl_figure(results, out / "rl.png")
     return results

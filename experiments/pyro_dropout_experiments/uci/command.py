@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..core import QUICK_BUDGET, add_flags, add_threads, from_args
+from ..core import QUICK_BUDGET, add_flags, add_threads, check_out, from_args, refuse_link, save_figure
 from .registry import BUILT_IN, method_class, method_names
 from .settings import Settings
 
@@ -131,14 +131,16 @@ def _uci_table(args: argparse.Namespace) -> int:
     from .rates import plot_learned_rates
     from .table import collect, markdown_table
 
+    for flag in ("plot", "rates"):  # a figure that cannot be written is refused before the work
+        if getattr(args, flag):
+            check_out(Path(getattr(args, flag)).parent, f"--{flag}'s folder")
+            refuse_link(Path(getattr(args, flag)))
     rows = collect(Path(args.results))
     print(markdown_table(rows), end="")
     if args.plot:
-        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
-        plot_uci(rows, args.metric).savefig(args.plot, dpi=120)
+        save_figure(plot_uci(rows, args.metric), Path(args.plot), dpi=120)
     if args.rates:
-        Path(args.rates).parent.mkdir(parents=True, exist_ok=True)
-        plot_learned_rates(rows, args.rates_method).savefig(args.rates, dpi=110)
+        save_figure(plot_learned_rates(rows, args.rates_method), Path(args.rates), dpi=110)
     return 0
 
 

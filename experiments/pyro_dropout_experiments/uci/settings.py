@@ -5,7 +5,7 @@ their defaults and of the command line's flags) and the published per-data-set o
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +26,6 @@ LEGACY_SETTINGS: dict[str, Any] = {
     "concrete_m_step_rows": "training",
     "concrete_tau_grid": [],
 }
-# the shared settings a kept result must have been made with (with all of its method's options)
-CHECKED_SETTINGS = ("epochs_multiplier", "num_samples", "validation_samples", "seed", "init")
 
 
 def _help(text: str, **more: Any) -> dict[str, Any]:
@@ -88,6 +86,12 @@ class Settings:
         """The settings a result file records (its ``settings``); keys it lacks take the values
         of runs made before the setting existed (``LEGACY_SETTINGS``), else the default."""
         return unflatten(cls, stored, legacy=LEGACY_SETTINGS)
+
+
+# the settings that lay the work out, not what is estimated: a run may be resumed with others
+LAYOUT_SETTINGS = ("progress", "device", "chunk_size", "chunk_memory_mb", "step_memory_mb")
+# the shared settings a kept result must have been made with (with all of its method's options)
+CHECKED_SETTINGS = tuple(f.name for f in fields(Settings) if f.name not in LAYOUT_SETTINGS)
 
 
 @dataclass

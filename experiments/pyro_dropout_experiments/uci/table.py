@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.store import ResultStore
-from .labels import parse_label
+from .labels import label_of, parse_label
 from .published import PUBLISHED, PUBLISHED_TWO_LAYERS, REFERENCE, SOURCES
 from .summary import (
     cell,
@@ -35,7 +35,23 @@ def collect(results: Path) -> list[dict[str, Any]]:
         raise FileNotFoundError(
             f"no result files (*.json) under {results}; run `pyro-dropout uci ... --out {results}` first"
         )
-    return [store.read_result(p) for p in files]
+    rows = [store.read_result(p) for p in files]
+    _refuse_copies(rows, files)
+    return rows
+
+
+def _refuse_copies(rows: list[dict[str, Any]], files: list[Path]) -> None:
+    """One split of one run counted once: two files holding it (a copy in a subfolder, or two runs
+    with other settings) are an error naming both, never a mean over both."""
+    seen: dict[tuple[str, str, int], Path] = {}
+    for row, path in zip(rows, files, strict=True):
+        key = (row["dataset"], label_of(row), row["split"])
+        if key in seen:
+            raise ValueError(
+                f"{seen[key]} and {path} both hold split {key[2]} of {key[0]} {key[1]}: the table would "
+                "count it twice; move one of them out of the folder"
+            )
+        seen[key] = path
 
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:

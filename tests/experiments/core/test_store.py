@@ -53,14 +53,31 @@ def test_a_file_that_is_not_text_is_named(tmp_path):
 
 def test_runs_resume_when_only_the_settings_naming_which_runs_differ(tmp_path):
     path = tmp_path / "results.json"
-    assert resume_runs(path, {"lr": 0.1, "repeats": 1}, ("repeats",)) == {
+    assert resume_runs(tmp_path, {"lr": 0.1, "repeats": 1}, ("repeats",)) == {
         "settings": {"lr": 0.1, "repeats": 1},
         "runs": {},
     }
     write_record(path, {"settings": {"lr": 0.1, "repeats": 1, "sizes": (1, 2)}, "runs": {"a": {"0": 5}}})
-    more = resume_runs(path, {"lr": 0.1, "repeats": 3, "sizes": (1, 2)}, ("repeats",))
+    more = resume_runs(tmp_path, {"lr": 0.1, "repeats": 3, "sizes": (1, 2)}, ("repeats",))
     assert more["runs"] == {"a": {"0": 5}} and more["settings"]["repeats"] == 3
-    assert resume_runs(path, {"lr": 0.2, "repeats": 1, "sizes": (1, 2)}, ("repeats",))["runs"] == {}
+    # runs made with another learning rate are refused, never dropped
+    with pytest.raises(ValueError, match=r"other settings \(lr=0\.1 there, 0\.2 here\)"):
+        resume_runs(tmp_path, {"lr": 0.2, "repeats": 1, "sizes": (1, 2)}, ("repeats",))
+    assert read_record(path, {"runs": (dict,)})["runs"] == {"a": {"0": 5}}
     path.write_text("[1, 2]")
     with pytest.raises(ValueError, match=r"results\.json: expected a JSON object"):
-        resume_runs(path, {"lr": 0.1}, ())
+        resume_runs(tmp_path, {"lr": 0.1}, ())
+
+
+def test_a_planted_partial_link_is_never_written_through(tmp_path):
+    outside = tmp_path / "outside"
+    outside.write_text("precious")
+    (tmp_path / "d_mc-dropout_split00.json.partial").symlink_to(outside)
+    path = tmp_path / "d_mc-dropout_split00.json"
+    write_record(path, {"settings": {}})
+    assert outside.read_text() == "precious" and read_record(path, {"settings": (dict,)})["settings"] == {}
+    path.unlink()
+    path.symlink_to(outside)
+    with pytest.raises(ValueError, match="symbolic link"):
+        write_record(path, {"settings": {}})
+    assert outside.read_text() == "precious"

@@ -208,3 +208,21 @@ def test_learned_rates_per_layer_in_split_order_and_their_figure():
         ValueError, match=r"no results of method 'bbalpha-0.5'.*'concrete', 'concrete-per-draw'"
     ):
         learned_rates(rows, "bbalpha-0.5")
+
+
+def test_a_copy_of_a_split_is_refused_not_averaged_twice_and_other_files_are_not_results(tmp_path):
+    import json
+
+    from pyro_dropout_experiments.uci.table import collect
+
+    row = {"dataset": "d", "method": "sgp", "split": 0, "rmse": 5.0, "test_ll": -1.0, "settings": {}}
+    (tmp_path / "d_sgp_split00.json").write_text(json.dumps(row))
+    (tmp_path / "d_sgp_split01.json").write_text(json.dumps(row | {"split": 1, "rmse": 1.0}))
+    # another command's results and a waiting grid search are not rows of the table
+    (tmp_path / "results.json").write_text(json.dumps({"command": "mnist ood", "methods": {}}))
+    (tmp_path / "d_sgp_split02.grid.json").write_text("{}")
+    assert sorted(r["split"] for r in collect(tmp_path)) == [0, 1]
+    (tmp_path / "copy").mkdir()
+    (tmp_path / "copy" / "d_sgp_split00.json").write_text(json.dumps(row))
+    with pytest.raises(ValueError, match=r"both hold split 0 of d sgp: the table would count it twice"):
+        collect(tmp_path)
