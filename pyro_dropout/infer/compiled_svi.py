@@ -16,6 +16,7 @@ from pyro.optim import PyroOptim
 
 from .divergence import check_gradients, check_loss
 from .fast.compiled import check_jit
+from .fast.frozen import python_state
 from .fast.traced import TracedLoss, rng_state, set_rng_state_on
 from .input_checks import check_finite_inputs, check_not_empty, checked_outside
 
@@ -83,7 +84,9 @@ class CompiledSVI(SVI):
         self._names: list[str] = []
         self._params: list[torch.Tensor] | None = None
         self._optimizer: torch.optim.Optimizer | None = None
-        self._traced = TracedLoss(self._loss, mode or "trace")
+        self._traced = TracedLoss(
+            self._loss, mode or "trace", lambda: python_state(self.model, self.guide), "CompiledSVI"
+        )
         self._pending: dict[str, Any] | None = None  # a state to load once the parameters exist
         self.steps = 0  # steps taken by this object (the step number in a divergence error)
 
@@ -114,6 +117,12 @@ class CompiledSVI(SVI):
     def _loss(self, *args: Any, **kwargs: Any) -> torch.Tensor:
         with pyro.validation_enabled(False), checked_outside():  # step checks the inputs
             return self.objective.differentiable_loss(self.model, self.guide, *args, **kwargs)
+
+    def retrace(self) -> None:
+        """Trace the loss again at the next step: after changing a Python value it reads that
+        is not an attribute of the model's or guide's modules (those are checked at every
+        step), such as a global or a closure's variable."""
+        self._traced.retrace()
 
     def setup(self, *args: Any, **kwargs: Any) -> None:
         """Create the parameters and the optimizer, as the first :meth:`step` does, without a

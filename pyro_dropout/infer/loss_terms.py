@@ -226,6 +226,13 @@ class DropoutTraceMixin:
         warn_if_nan(value, "loss")
         return value
 
+    def retrace(self) -> None:
+        """With ``jit``: trace the loss again at the next step, after changing a Python value it
+        reads that is not an attribute of the model's or guide's modules (those are checked at
+        every step), such as a global or a closure's variable."""
+        for loss in self.__dict__.get("jit_losses", {}).values():
+            loss.traced.retrace()
+
     def check_particles(self, model: Callable, guide: Callable, args: tuple, kwargs: dict) -> None:
         """Before vectorised particles are trusted, once per model and input shape: the batching
         self-check (:mod:`~pyro_dropout.infer.batching_check`); where the model's batched pass

@@ -123,7 +123,7 @@ def test_compiled_training_tracks_the_eager_one(svi_class, compiled_class):
 
 
 class ReadsAValue(MLP):
-    """A model whose Python reads a tensor's value: recordable by the tracer, not by make_fx."""
+    """A model whose Python reads a tensor's value: a trace would freeze what it read."""
 
     def forward(self, x, y=None, num_data=None):
         if float(x.abs().max()) > 1e30:
@@ -131,11 +131,30 @@ class ReadsAValue(MLP):
         return super().forward(x, y, num_data=num_data)
 
 
-def test_where_it_cannot_compile_it_warns_and_traces():
+def test_a_loss_that_reads_a_value_runs_eagerly_and_says_where():
     eager, eager_params = _fit(DropoutELBO(), model=ReadsAValue(3, 1, hidden=(8,)))
     loss = DropoutELBO(jit="compile")
-    with pytest.warns(UserWarning, match="jit='compile': recording the loss failed"):
-        traced, params = _fit(loss, model=ReadsAValue(3, 1, hidden=(8,)))
+    with pytest.warns(UserWarning, match=r"reads a tensor's value in Python at .*test_compiling\.py:\d+"):
+        steps, params = _fit(loss, model=ReadsAValue(3, 1, hidden=(8,)))
+    assert steps == pytest.approx(eager, rel=1e-6)  # the eager loss itself
+    for name in eager_params:
+        assert torch.allclose(params[name], eager_params[name], atol=1e-6), name
+    (jit,) = loss.jit_losses.values()
+    assert jit.traced.eager and not jit.traced.traces
+
+
+def test_where_it_cannot_compile_it_warns_and_traces(monkeypatch):
+    def no_compiler(graph, **options):
+        def run(*tensors):
+            raise RuntimeError("no C++ compiler found")
+
+        return run
+
+    monkeypatch.setattr(torch, "compile", no_compiler)  # a machine without a compiler
+    eager, eager_params = _fit(DropoutELBO())
+    loss = DropoutELBO(jit="compile")
+    with pytest.warns(UserWarning, match=r"jit='compile': torch.compile failed \(RuntimeError: no C\+\+ compiler"):
+        traced, params = _fit(loss)
     assert traced == pytest.approx(eager, rel=1e-4)  # the trace runs the eager ops: the same training
     for name in eager_params:
         assert torch.allclose(params[name], eager_params[name], atol=1e-5), name

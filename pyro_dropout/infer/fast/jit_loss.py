@@ -19,6 +19,7 @@ import torch
 from pyro import poutine
 
 from ..input_checks import check_finite_inputs, check_not_empty, checked_outside
+from .frozen import python_state
 from .traced import TracedLoss
 
 __all__ = ["JitLoss"]
@@ -31,7 +32,8 @@ class JitLoss:
     def __init__(self, objective: Any, model: Callable, guide: Callable, mode: str = "trace") -> None:
         self.objective, self.model, self.guide = objective, model, guide
         self.names: list[str] = []
-        self.traced = TracedLoss(self._loss, mode)
+        owner = f"{type(objective).__name__}(jit={'True' if mode == 'trace' else repr(mode)})"
+        self.traced = TracedLoss(self._loss, mode, lambda: python_state(model, guide), owner)
 
     def _loss(self, *args: Any, **kwargs: Any) -> torch.Tensor:
         with pyro.validation_enabled(False), checked_outside():  # __call__ checks the inputs

@@ -11,6 +11,7 @@ import torch
 from pyro.util import get_rng_state, set_rng_state
 
 from .compiled import compile_loss
+from .frozen import changed_attribute, value_read_at
 
 __all__ = [
     "TensorSlots",
@@ -22,6 +23,8 @@ __all__ = [
     "static_key",
     "trace_loss",
 ]
+
+MAX_RETRACES = 5  # changes of the modules' values that are always retraced, however frequent
 
 
 def forked_rng(device: torch.device) -> Any:
@@ -110,44 +113,109 @@ def trace_loss(fn: Callable[..., torch.Tensor], inputs: tuple) -> Callable[..., 
 
 
 class TracedLoss:
-    """``loss(*args, **kwargs)`` traced once per key (the shapes of the tensor arguments and
-    the values of the others), the parameters ``params`` as the trace's first inputs: a call
-    with new parameter tensors of the same shapes reuses the trace. Tracing runs the loss once
-    on a forked random state, so the draws of training do not depend on when a trace is made.
+    """``loss(*args, **kwargs)`` traced once per key (the shapes of the tensor arguments, the
+    values of the others, and the Python values of the model's and guide's modules that
+    ``state`` returns), the parameters ``params`` as the trace's first inputs: a call with new
+    parameter tensors of the same shapes reuses the trace. Tracing runs the loss once on a
+    forked random state, so the draws of training do not depend on when a trace is made.
+
+    A loss that reads a tensor's value in Python (``if x.mean() > 0:``) is not traced: a
+    warning names the line, and the loss runs eagerly from then on; so it does when the
+    modules' attributes change at almost every call (:mod:`~pyro_dropout.infer.fast.frozen`).
+    :meth:`retrace` drops the traces, after a change the key cannot see.
 
     ``mode="compile"`` compiles each trace with :func:`torch.compile`
     (:func:`~pyro_dropout.infer.fast.compiled.compile_loss`); where that fails, a warning says
     why and this object traces with :func:`torch.jit.trace` from then on."""
 
-    def __init__(self, loss: Callable[..., torch.Tensor], mode: str = "trace") -> None:
+    def __init__(
+        self,
+        loss: Callable[..., torch.Tensor],
+        mode: str = "trace",
+        state: Callable[[], tuple] | None = None,
+        owner: str = "jit=True",
+    ) -> None:
         if mode not in ("trace", "compile"):
             raise ValueError(f"TracedLoss: mode must be 'trace' or 'compile', got {mode!r}")
-        self.loss, self.mode = loss, mode
+        self.loss, self.mode, self.state, self.owner = loss, mode, state or tuple, owner
         self.traces: dict[Hashable, Callable[..., torch.Tensor]] = {}
+        self.states: dict[Hashable, tuple] = {}  # the modules' values each call key was traced with
+        self.retraces: dict[Hashable, int] = {}
+        self.calls: dict[Hashable, int] = {}
+        self.eager = ""  # why the loss runs eagerly ("" while it is traced)
+
+    def retrace(self) -> None:
+        """Drop every trace: the next call traces again (after changing a value the trace froze
+        that the key does not see: a global, a closure, an attribute of a non-module object)."""
+        self.traces.clear()
+        self.states.clear()
 
     def __call__(self, params: list[torch.Tensor], args: tuple, kwargs: dict) -> torch.Tensor:
+        if self.eager:
+            return self.loss(*args, **kwargs)
         slots = TensorSlots(args, kwargs)
-        key = (tuple(p.requires_grad for p in params), call_key(args, kwargs))
-        traced = self.traces.get(key)
+        shape_key = (tuple(p.requires_grad for p in params), call_key(args, kwargs))
+        state = self.state()
+        self.calls[shape_key] = self.calls.get(shape_key, 0) + 1
+        traced = self.traces.get((shape_key, state))
         if traced is None:
-            traced = self.traces[key] = self._trace(params, args, kwargs, slots)
+            if not self._note_state(shape_key, state):
+                return self.loss(*args, **kwargs)
+            made = self._trace(params, args, kwargs, slots)
+            if made is None:
+                return self.loss(*args, **kwargs)
+            traced = self.traces[(shape_key, state)] = made
         return traced(*params, *slots.tensors(args, kwargs))
+
+    def _note_state(self, shape_key: Hashable, state: tuple) -> bool:
+        """Record a new trace of ``shape_key`` for ``state``, dropping the one for the old state;
+        ``False`` (and eager from now on) once the modules' values change at more than one call
+        in ten: tracing costs more than it saves then."""
+        old = self.states.get(shape_key)
+        self.states[shape_key] = state
+        if old is None:
+            return True
+        self.traces.pop((shape_key, old), None)
+        self.retraces[shape_key] = self.retraces.get(shape_key, 0) + 1
+        changes, calls = self.retraces[shape_key], self.calls[shape_key]
+        if changes < MAX_RETRACES or changes * 10 <= calls:
+            return True
+        self._fall_back(
+            f"{changed_attribute(old, state)} changed at {changes} of {calls} calls, and each change needs "
+            "a new trace"
+        )
+        return False
+
+    def _fall_back(self, why: str) -> None:
+        self.eager = why
+        self.retrace()
+        warnings.warn(
+            f"{self.owner}: {why}; the loss runs eagerly from now on (jit=False: no trace at all)",
+            stacklevel=5,
+        )
 
     def _trace(
         self, params: list[torch.Tensor], args: tuple, kwargs: dict, slots: TensorSlots
-    ) -> Callable[..., torch.Tensor]:
+    ) -> Callable[..., torch.Tensor] | None:
         def loss_of(*inputs: torch.Tensor) -> torch.Tensor:
             call_args, call_kwargs = slots.put(args, kwargs, inputs[len(params) :])
             return self.loss(*call_args, **call_kwargs)
 
         inputs = (*params, *slots.tensors(args, kwargs))
         with forked_rng(params[0].device):
+            where = value_read_at(loss_of, inputs)
+            if where is not None:
+                self._fall_back(
+                    f"the loss reads a tensor's value in Python at {where}, and a trace would keep the "
+                    "branch of the first inputs"
+                )
+                return None
             if self.mode == "compile":
                 compiled, why = compile_loss(loss_of, inputs, len(params))
                 if compiled is not None:
                     return compiled
                 self.mode = "trace"
-                warnings.warn(f"jit='compile': {why}; tracing with torch.jit.trace instead", stacklevel=4)
+                warnings.warn(f"jit='compile': {why}; tracing with torch.jit.trace instead", stacklevel=5)
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # tracer warnings about Python values frozen into the graph
+                warnings.simplefilter("ignore")  # shape comparisons: a trace is made per shape
                 return trace_loss(loss_of, inputs)
