@@ -153,7 +153,8 @@ def test_where_it_cannot_compile_it_warns_and_traces(monkeypatch):
     monkeypatch.setattr(torch, "compile", no_compiler)  # a machine without a compiler
     eager, eager_params = _fit(DropoutELBO())
     loss = DropoutELBO(jit="compile")
-    with pytest.warns(UserWarning, match=r"jit='compile': torch.compile failed \(RuntimeError: no C\+\+ compiler"):
+    failed = r"jit='compile': torch.compile failed \(RuntimeError: no C\+\+ compiler"
+    with pytest.warns(UserWarning, match=failed):
         traced, params = _fit(loss)
     assert traced == pytest.approx(eager, rel=1e-4)  # the trace runs the eager ops: the same training
     for name in eager_params:

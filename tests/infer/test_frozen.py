@@ -69,7 +69,8 @@ Y = torch.zeros(32)
 def test_a_loss_that_branches_on_its_data_runs_eagerly_and_names_the_line(name):
     make, compiled = LOSSES[name]
     model, guide, svi = _setup(make(), compiled=compiled)
-    with pytest.warns(UserWarning, match=r"reads a tensor's value in Python at .*test_frozen\.py:\d+ \(if self\.branch"):
+    named = r"reads a tensor's value in Python at .*test_frozen\.py:\d+ \(if self\.branch"
+    with pytest.warns(UserWarning, match=named):
         for _ in range(3):
             svi.step(X, Y)
     # the other branch, as the eager loss takes it (the trace would have kept the first: ~1600)
