@@ -108,6 +108,8 @@ def predictive_log_probs(
 def _target(target: int | torch.Tensor | None, n: int, classes: int) -> torch.Tensor | None:
     if target is None:
         return None
+    if isinstance(target, bool) or not isinstance(target, int | torch.Tensor):
+        raise TypeError(f"fgs: target must be a class index or a tensor of them, got {target!r}")
     t = torch.as_tensor(target)
     if t.is_floating_point() or t.dtype == torch.bool:
         raise TypeError(f"fgs: target must be a class index or a tensor of them, got {target!r}")
@@ -117,6 +119,23 @@ def _target(target: int | torch.Tensor | None, n: int, classes: int) -> torch.Te
             f"fgs: target must be a class in [0, {classes}) or one per input ({n}), got {target!r}"
         )
     return t
+
+
+def _check_bounds(bounds: object, x: torch.Tensor) -> None:
+    """``bounds`` is ``None`` or ``(low, high)``, finite, ``low < high``, and holds ``x``: an input
+    outside it would be clipped into it by the first step, whatever ``eta``."""
+    if bounds is None:
+        return
+    pair: tuple = tuple(bounds) if isinstance(bounds, tuple | list) else ()
+    numbers = len(pair) == 2 and all(isinstance(b, int | float) and not isinstance(b, bool) for b in pair)
+    if not (numbers and math.isfinite(pair[0]) and math.isfinite(pair[1]) and pair[0] < pair[1]):
+        raise ValueError(f"fgs: bounds must be (low, high) with low < high, or None; got {bounds!r}")
+    low, high = float(x.min()), float(x.max())
+    if low < pair[0] or high > pair[1]:
+        raise ValueError(
+            f"fgs: x lies in [{low:.3g}, {high:.3g}], outside bounds {pair}: give the inputs' valid "
+            "range as bounds (or bounds=None); the step would otherwise clip them into it"
+        )
 
 
 def fgs(
@@ -140,8 +159,7 @@ def fgs(
     x = _check_images(x, "fgs")
     if isinstance(eta, bool) or not (isinstance(eta, int | float) and math.isfinite(eta) and eta >= 0):
         raise ValueError(f"fgs: eta must be a finite number >= 0, got {eta!r}")
-    if bounds is not None and not (len(bounds) == 2 and bounds[0] < bounds[1]):
-        raise ValueError(f"fgs: bounds must be (low, high) with low < high, or None; got {bounds!r}")
+    _check_bounds(bounds, x)
     inputs = x.detach().clone().requires_grad_(True)
     with torch.enable_grad():
         log_p = predictive_log_probs(model, guide, inputs, num_samples=num_samples, site=site)

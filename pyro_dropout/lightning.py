@@ -62,6 +62,42 @@ class ScaleObserved(Messenger):
             msg["scale"] = msg["scale"] * self.factor
 
 
+def _check_loss(loss: Any) -> None:
+    if isinstance(loss, type):
+        raise TypeError(
+            f"SVIModule: loss must be a loss object, e.g. {loss.__name__}(), not the class {loss.__name__}"
+        )
+    if not callable(getattr(loss, "differentiable_loss", None)):
+        raise TypeError(
+            "SVIModule: loss must be a Pyro loss with differentiable_loss, such as DropoutELBO() or "
+            f"BBAlpha(0.5); got {loss!r:.60}"
+        )
+
+
+def _check_optimizer(optimizer: Any) -> None:
+    """A ``torch.optim`` optimizer class, or a function of ``(params, lr=...)`` making one; not
+    Pyro's ``pyro.optim`` wrappers, which take a dict of settings."""
+    pyro_wrapper = str(getattr(optimizer, "__module__", "")).startswith("pyro.")
+    if isinstance(optimizer, type):
+        ok = issubclass(optimizer, torch.optim.Optimizer)
+    else:
+        ok = callable(optimizer) and not pyro_wrapper
+    if not ok:
+        name = getattr(optimizer, "__name__", repr(optimizer)[:60])
+        raise TypeError(
+            "SVIModule: optimizer must be a torch.optim optimizer class (such as torch.optim.Adam, "
+            f"given the parameters and lr), not {name}"
+            + ("; pyro.optim is for pyro.infer.SVI" if pyro_wrapper else "")
+        )
+
+
+def _pair(batch: Any, step: str) -> tuple[torch.Tensor, torch.Tensor]:
+    if not (isinstance(batch, tuple | list) and len(batch) == 2):
+        what = f"a {type(batch).__name__}" + (f" of {len(batch)}" if isinstance(batch, tuple | list) else "")
+        raise ValueError(f"SVIModule.{step}: a batch must be an (x, y) pair, got {what}")
+    return batch[0], batch[1]
+
+
 class SVIModule(lightning.LightningModule):
     """A model + guide trained with a dropout loss (``DropoutELBO``, ``BBAlpha``) by Lightning.
 
@@ -92,8 +128,12 @@ class SVIModule(lightning.LightningModule):
             raise ValueError(
                 f"SVIModule: num_data must be the training set's rows, a positive int; got {num_data!r}"
             )
-        if not (isinstance(lr, int | float) and math.isfinite(lr) and lr > 0):
+        if isinstance(lr, bool) or not (isinstance(lr, int | float) and math.isfinite(lr) and lr > 0):
             raise ValueError(f"SVIModule: lr must be a positive number, got {lr!r}")
+        _check_loss(loss)
+        _check_optimizer(optimizer)
+        if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
+            raise ValueError(f"SVIModule: num_samples must be a positive int, got {num_samples!r}")
         self.model, self.guide, self.loss = model, guide, loss
         self.lr, self.num_data, self.num_samples = float(lr), num_data, num_samples
         self.optimizer = optimizer
@@ -119,7 +159,12 @@ class SVIModule(lightning.LightningModule):
         return float(each.sum()), ranks
 
     def training_step(self, batch: tuple, batch_idx: int) -> torch.Tensor:
-        x, y = batch
+        x, y = _pair(batch, "training_step")
+        if len(x) > self.num_data:
+            raise ValueError(
+                f"SVIModule: a batch of {len(x)} rows is larger than num_data={self.num_data}, the rows of "
+                "the whole training set: give num_data=len(the training set)"
+            )
         total, ranks = self._global_rows(len(x))
         scaled = ScaleObserved(ranks * len(x) / total)(self.model)  # N R / B per point, the KL once
         loss = self.loss.differentiable_loss(scaled, self.guide, x, y, num_data=self.num_data)
@@ -127,7 +172,7 @@ class SVIModule(lightning.LightningModule):
         return loss
 
     def validation_step(self, batch: tuple, batch_idx: int) -> None:
-        x, y = batch
+        x, y = _pair(batch, "validation_step")
         with torch.no_grad():
             report = evaluate(self.model, self.guide, x, y, num_samples=self.num_samples)
         for name in _LOGGED:

@@ -48,6 +48,29 @@ def _checked(x: object, what: str) -> torch.Tensor:
     return x
 
 
+def _trained(guide: Any, what: str) -> None:
+    if getattr(guide, "prototype_trace", True) is None:  # an AutoGuide that has never run
+        raise ValueError(
+            f"{what}: the guide has never been called, so it holds no weights to draw from: train it "
+            "with SVI first (or call guide(x) once)"
+        )
+
+
+def _scores(values: Values, x: torch.Tensor, what: str) -> torch.Tensor:
+    """The ``values`` function's ``[N, actions]`` scores, checked: one row per context, at least
+    one action, every score a number."""
+    scores = values(x)
+    n = x.shape[0]
+    if not isinstance(scores, torch.Tensor) or scores.dim() < 2 or scores.shape[-2] != n:
+        shape = tuple(scores.shape) if isinstance(scores, torch.Tensor) else type(scores).__name__
+        raise ValueError(f"{what}: values(x) must give [N, actions] = [{n}, actions] scores, got {shape}")
+    if scores.shape[-1] == 0:
+        raise ValueError(f"{what}: values(x) gives scores of 0 actions: there is nothing to choose")
+    if has_non_finite(scores):
+        raise ValueError(f"{what}: values(x) gives NaN or infinite scores: no action is best")
+    return scores
+
+
 class ThompsonSampling:
     """Thompson sampling: the best action of one function drawn from the guide.
 
@@ -69,10 +92,11 @@ class ThompsonSampling:
     def scores(self, x: torch.Tensor) -> torch.Tensor:
         """``[N, actions]``: the drawn function's score of every action."""
         x = _checked(x, "ThompsonSampling")
+        _trained(self.guide, "ThompsonSampling")
         with torch.no_grad(), poutine.block():
             if self._draw is None or self.per == "decision":
                 self._draw = poutine.trace(self.guide).get_trace(x)
-            return poutine.replay(self.values, trace=self._draw)(x)
+            return _scores(poutine.replay(self.values, trace=self._draw), x, "ThompsonSampling")
 
     def act(self, x: torch.Tensor) -> torch.Tensor:
         """``[N]``: the best action of the drawn function for each context."""
@@ -86,8 +110,10 @@ class EpsilonGreedy:
     def __init__(
         self, model: Any, guide: Any, epsilon: float = 0.05, values: Values | None = None, seed: int = 0
     ) -> None:
-        if not (isinstance(epsilon, int | float) and 0 <= epsilon <= 1):
+        if isinstance(epsilon, bool) or not (isinstance(epsilon, int | float) and 0 <= epsilon <= 1):
             raise ValueError(f"EpsilonGreedy: epsilon must be in [0, 1], got {epsilon!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"EpsilonGreedy: seed must be an int >= 0, got {seed!r}")
         self.model, self.guide, self.epsilon = model, guide, float(epsilon)
         self.values = _values_of(model, values, "EpsilonGreedy")
         self.generator = torch.Generator().manual_seed(seed)
@@ -95,8 +121,9 @@ class EpsilonGreedy:
     def scores(self, x: torch.Tensor) -> torch.Tensor:
         """``[N, actions]``: the scores of the expected weights."""
         x = _checked(x, "EpsilonGreedy")
+        _trained(self.guide, "EpsilonGreedy")
         with torch.no_grad(), poutine.block():
-            return poutine.condition(self.values, data=self.guide.median())(x)
+            return _scores(poutine.condition(self.values, data=self.guide.median()), x, "EpsilonGreedy")
 
     def act(self, x: torch.Tensor) -> torch.Tensor:
         scores = self.scores(x)

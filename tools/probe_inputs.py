@@ -1,340 +1,57 @@
-"""Probe the library's public API with bad and extreme inputs; count how each call ends.
+"""Probe the library and the commands with bad, extreme and hostile inputs; count how each ends.
 
-    python tools/probe_inputs.py [--verbose]
+    python tools/probe_inputs.py [--verbose] [--only CATEGORY] [--skip CATEGORY]
 
-Each probe calls one entry point (DropoutGuide, the losses, SVI and CompiledSVI steps, predict,
-evaluate, the layers and models, the metrics, to_arviz) with one bad or extreme argument, and
-is classified as:
+Each probe calls one entry point with one bad or extreme argument: the first wave
+(``probing/library.py``: DropoutGuide, the losses, SVI and CompiledSVI steps, predict, evaluate,
+the layers and models, the metrics) and the surfaces added since (``probing/surfaces.py``:
+recurrent layers, attacks, policies, SVIModule, evaluate's labels, ArviZ export, image files;
+``probing/traces.py``: traced losses; ``probing/commands.py``: the ``pyro-dropout`` commands,
+their results files and flags). Each is classified as:
 
 * ``handled``: it returned, and the result passed the probe's check (finite, documented shape);
+* ``unsafe``: whatever its end, results were lost or a file outside ``--out`` was written;
 * ``clear error``: a ValueError/TypeError naming the argument (or site, or file) at fault;
 * ``silent wrong``: it returned, but the result failed the check (NaN, a wrong shape...);
 * ``unnamed error``: a ValueError/TypeError that names nothing the probe expects;
 * ``raw traceback``: any other exception (ZeroDivisionError, RuntimeError from torch...).
 
-The last three are defects; ``tests/test_tools.py`` runs this and requires none.
+The last four are defects; ``tests/test_tools.py`` runs this and requires none.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
+import sys
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
 
 import pyro
-import torch
-from pyro.infer import SVI
 
-from pyro_dropout import BBAlpha, CompiledSVI, DropoutELBO, DropoutGuide, evaluate, predict
-from pyro_dropout import metrics as M
-from pyro_dropout.nn import MLP, Conv2d, Linear
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the probing package beside this script
 
-BAD_NUMBERS: list[Any] = [None, "0.1", [0.1], True, -0.1, 1.0, 1.5, float("nan"), float("inf"), -float("inf")]
-BAD_COUNTS: list[Any] = [0, -1, True, 2.5, "3", None, float("nan")]
-
-
-@dataclass
-class Probe:
-    category: str
-    what: str
-    call: Callable[[], Any]
-    names: tuple[str, ...]  # what a clear error names
-    ok: Callable[[Any], bool] = lambda result: True  # what a handled result satisfies
+from probing.base import DEFECTS, OUTCOMES, Probe, classify
+from probing.commands import command_probes
+from probing.library import guide_probes, layer_probes, metric_probes, predict_probes, step_probes
+from probing.surfaces import surface_probes
+from probing.traces import trace_probes
 
 
-def _finite(value: Any) -> bool:
-    if isinstance(value, torch.Tensor):
-        return bool(torch.isfinite(value).all())
-    return isinstance(value, int | float) and math.isfinite(value)
-
-
-def _data(n: int = 6, features: int = 3) -> tuple[torch.Tensor, torch.Tensor]:
-    g = torch.Generator().manual_seed(0)
-    return torch.randn(n, features, generator=g), torch.randn(n, generator=g)
-
-
-def _fitted() -> tuple[MLP, DropoutGuide]:
-    pyro.clear_param_store()
-    model = MLP(3, hidden=(4,))
-    guide = DropoutGuide(model, dropout=0.2)
-    guide(*_data())
-    return model, guide
-
-
-def _guide_step(**kwargs: Any) -> float:
-    pyro.clear_param_store()
-    model = MLP(3, hidden=(4,))
-    guide = DropoutGuide(model, **kwargs)
-    return SVI(model, guide, pyro.optim.Adam({"lr": 1e-2}), DropoutELBO()).step(*_data())
-
-
-def guide_probes() -> list[Probe]:
-    probes = [
-        Probe("guide", f"dropout={v!r}", lambda v=v: _guide_step(dropout=v), ("dropout",), _finite)
-        for v in [*BAD_NUMBERS, torch.tensor(1 - 1e-9, dtype=torch.float64), torch.tensor([0.1, 0.2])]
-    ]
-    probes += [
-        Probe(
-            "guide",
-            f"concrete init_dropout={v!r}",
-            lambda v=v: _guide_step(concrete=True, init_dropout=v),
-            ("init_dropout",),
-            _finite,
-        )
-        for v in [*BAD_NUMBERS, 0.0]
-    ]
-    probes += [
-        Probe(
-            "guide",
-            f"dropout callable -> {v!r}",
-            lambda v=v: _guide_step(dropout=lambda n, s: v),
-            ("dropout",),
-            _finite,
-        )
-        for v in BAD_NUMBERS
-    ]
-    probes += [
-        Probe(
-            "guide", f"dropout dict {d!r}", lambda d=d: _guide_step(dropout=d), ("dropout", "site"), _finite
-        )
-        for d in [{"nope": 0.1}, {"hidden.0.weight": 0.1}, {"hidden.0.weight": 0.1, "output.weight": 2.0}]
-    ]
-    probes += [
-        Probe(
-            "guide",
-            f"point_estimates={v!r}",
-            lambda v=v: _guide_step(point_estimates=v),
-            ("point_estimates",),
-            _finite,
-        )
-        for v in ["hidden.0.weight", ["nope"], [1], None]
-    ]
-    probes += [
-        Probe(
-            "guide",
-            f"temperature={v!r}",
-            lambda v=v: _guide_step(concrete=True, temperature=v),
-            ("temperature",),
-            _finite,
-        )
-        for v in [0, -1.0, float("nan"), float("inf"), "0.1", None]
-    ]
-    return probes
-
-
-def _step(svi_class: type, loss: Any, x: torch.Tensor, y: torch.Tensor | None) -> float:
-    pyro.clear_param_store()
-    model = MLP(3, hidden=(4,))
-    return svi_class(model, DropoutGuide(model), pyro.optim.Adam({"lr": 1e-2}), loss).step(x, y)
-
-
-def _bad_data() -> dict[str, tuple[torch.Tensor, Any]]:
-    x, y = _data()
-    nan_x, inf_y = x.clone(), y.clone()
-    nan_x[0, 0], inf_y[1] = float("nan"), float("inf")
-    return {
-        "empty batch": (x[:0], y[:0]),
-        "NaN in x": (nan_x, y),
-        "inf in y": (x, inf_y),
-        "x * 1e20": (x * 1e20, y),
-        "y * 1e30": (x, y * 1e30),
-        "y of length 1": (x, y[:1]),
-        "y too short": (x, y[:4]),
-        "integer x": (x.long(), y),
-        "float64 x": (x.double(), y),
-        "x with 2 features": (x[:, :2], y),
-        "1-d x": (x[:, 0], y),
-        "integer y": (x, y.long()),
-    }
-
-
-def step_probes() -> list[Probe]:
-    probes = []
-    for svi_class in (SVI, CompiledSVI):
-        for loss_name, make in (
-            ("DropoutELBO", DropoutELBO),
-            ("BBAlpha", lambda: BBAlpha(0.5, num_particles=3)),
-        ):
-            for what, (x, y) in _bad_data().items():
-                probes.append(
-                    Probe(
-                        "step",
-                        f"{svi_class.__name__}/{loss_name}: {what}",
-                        lambda c=svi_class, m=make, x=x, y=y: _step(c, m(), x, y),
-                        ("model argument", "site", "MLP", "linear", "loss"),
-                        _finite,
-                    )
-                )
-    probes += [
-        Probe("loss", f"BBAlpha(alpha={v!r})", lambda v=v: BBAlpha(v), ("alpha",))
-        for v in [0, *BAD_NUMBERS[:4], -1.0, float("nan"), float("inf")]
-    ]
-    probes += [
-        Probe(
-            "loss",
-            f"BBAlpha(num_particles={v!r})",
-            lambda v=v: BBAlpha(0.5, num_particles=v),
-            ("num_particles",),
-        )
-        for v in BAD_COUNTS
-    ]
-    probes += [
-        Probe(
-            "loss",
-            f"DropoutELBO(num_particles={v!r})",
-            lambda v=v: DropoutELBO(num_particles=v),
-            ("num_particles",),
-        )
-        for v in BAD_COUNTS
-    ]
-    return probes
-
-
-def predict_probes() -> list[Probe]:
-    model, guide = _fitted()
-    x, y = _data()
-    probes = []
-    for name in ("num_samples", "chunk_size"):
-        for v in BAD_COUNTS:
-            probes.append(
-                Probe(
-                    "predict",
-                    f"predict {name}={v!r}",
-                    lambda n=name, v=v: predict(model, guide, x, **{n: v}),
-                    (name,),
-                    lambda p: _finite(p["obs"]),
-                )
-            )
-            probes.append(
-                Probe(
-                    "evaluate",
-                    f"evaluate {name}={v!r}",
-                    lambda n=name, v=v: evaluate(model, guide, x, y, **{n: v}),
-                    (name,),
-                    lambda r: _finite(r.test_ll),
-                )
-            )
-    for v in ["obs", ["nope"], [1], "mean"]:
-        probes.append(
-            Probe(
-                "predict",
-                f"predict return_sites={v!r}",
-                lambda v=v: predict(model, guide, x, num_samples=3, return_sites=v),
-                ("return_sites",),
-                lambda p: bool(p.samples),
-            )
-        )
-    for what, (bx, by) in _bad_data().items():
-        rows = len(bx)
-        probes.append(
-            Probe(
-                "predict",
-                f"predict: {what}",
-                lambda bx=bx: predict(model, guide, bx, num_samples=3),
-                ("model argument", "MLP", "linear"),
-                lambda p, n=rows: p["obs"].shape == (3, n),
-            )
-        )
-        probes.append(
-            Probe(
-                "evaluate",
-                f"evaluate: {what}",
-                lambda bx=bx, by=by: evaluate(model, guide, bx, by, num_samples=3),
-                ("model argument", "MLP", "linear", "site"),
-                lambda r: _finite(r.test_ll),
-            )
-        )
-    return probes
-
-
-def layer_probes() -> list[Probe]:
-    probes = [
-        Probe(
-            "layers",
-            f"MLP({kw})",
-            lambda kw=kw: MLP(**kw),
-            tuple(k for k in kw if k != "in_features") or ("MLP",),
-        )
-        for kw in [
-            {"in_features": 0},
-            {"in_features": 3, "hidden": (0,)},
-            {"in_features": 3, "tau": -1.0},
-            {"in_features": 3, "tau": float("nan")},
-            {"in_features": 3, "likelihood": "x"},
-            {"in_features": 3, "activation": "x"},
-            {"in_features": 3, "length_scale": 0.0},
-            {"in_features": 3, "length_scale": -1.0},
-            {"in_features": 3, "runs": 0},
-        ]
-    ]
-    probes += [
-        Probe("layers", f"Linear({a}, {b})", lambda a=a, b=b: Linear(a, b), ("Linear", "features"))
-        for a, b in [(0, 3), (3, 0), (-1, 2)]
-    ]
-    probes += [
-        Probe("layers", f"Conv2d({kw})", lambda kw=kw: Conv2d(1, 2, **kw), tuple(kw))
-        for kw in [
-            {"kernel_size": 0},
-            {"kernel_size": (3, 0)},
-            {"kernel_size": 3, "stride": 0},
-            {"kernel_size": 3, "dilation": 0},
-            {"kernel_size": 2.5},
-        ]
-    ]
-    return probes
-
-
-def metric_probes() -> list[Probe]:
-    g = torch.Generator().manual_seed(1)
-    probs = torch.softmax(torch.randn(5, 4, 3, generator=g), -1)
-    labels, draws, y = torch.tensor([0, 1, 2, 1]), torch.randn(5, 4, generator=g), torch.randn(4, generator=g)
-    cases: list[tuple[str, Callable[[], Any], tuple[str, ...]]] = [
-        ("accuracy, no points", lambda: M.accuracy(probs[:, :0], labels[:0]), ("no points",)),
-        ("ECE, no points", lambda: M.expected_calibration_error(probs[:, :0], labels[:0]), ("no points",)),
-        ("rmse, no points", lambda: M.rmse(y[:0], y[:0]), ("no points",)),
-        ("crps, no points", lambda: M.crps(draws[:, :0], y[:0], 1.0), ("no points",)),
-        ("accuracy, labels out of range", lambda: M.accuracy(probs, labels + 3), ("labels",)),
-        ("accuracy, wrong number of labels", lambda: M.accuracy(probs, labels[:2]), ("labels",)),
-        ("accuracy, probabilities that do not sum to 1", lambda: M.accuracy(probs * 2, labels), ("probs",)),
-        ("rmse, NaN", lambda: M.rmse(y * float("nan"), y), ("mean",)),
-        ("rmse, shapes differ", lambda: M.rmse(y, y[:2]), ("shape",)),
-        ("coverage level 1.5", lambda: M.coverage(draws, y, 1.0, levels=(1.5,)), ("levels",)),
-        ("gaussian LL, tau 0", lambda: M.gaussian_log_likelihood(draws, y, 0.0), ("tau",)),
-        ("gaussian LL, tau NaN", lambda: M.gaussian_log_likelihood(draws, y, float("nan")), ("tau",)),
-        ("ECE, n_bins 0", lambda: M.expected_calibration_error(probs, labels, n_bins=0), ("n_bins",)),
-        ("mutual information, one draw", lambda: M.mutual_information(probs[:1]), ("draws",)),
-    ]
-    return [Probe("metrics", what, call, names, _finite) for what, call, names in cases]
-
-
-def classify(probe: Probe) -> tuple[str, str]:
-    try:
-        result = probe.call()
-    except (ValueError, TypeError) as e:
-        message = str(e)
-        named = any(n in message for n in probe.names)
-        return ("clear error" if named else "unnamed error"), f"{type(e).__name__}: {message}"
-    except Exception as e:  # every other exception is what the probe counts
-        return "raw traceback", f"{type(e).__name__}: {e}"
-    try:
-        good = probe.ok(result)
-    except Exception as e:
-        return "silent wrong", f"the result could not be checked ({type(e).__name__}: {e})"
-    return ("handled" if good else "silent wrong"), repr(result)[:120]
+def all_probes() -> list[Probe]:
+    first = guide_probes() + step_probes() + predict_probes() + layer_probes() + metric_probes()
+    return first + surface_probes() + trace_probes() + command_probes()
 
 
 @pyro.settings.context(module_local_params=True)  # the probes hold several fitted guides at once
-def run(verbose: bool = False) -> Counter:
+def run(verbose: bool = False, only: list[str] | None = None, skip: list[str] | None = None) -> Counter:
     counts: Counter = Counter()
-    probes = guide_probes() + step_probes() + predict_probes() + layer_probes() + metric_probes()
-    for probe in probes:
+    for probe in all_probes():
+        if (only and probe.category not in only) or (skip and probe.category in skip):
+            continue
         outcome, detail = classify(probe)
         counts[outcome] += 1
         counts[(probe.category, outcome)] += 1
-        if verbose or outcome in ("silent wrong", "unnamed error", "raw traceback"):
+        if verbose or outcome in DEFECTS:
             print(f"[{outcome}] {probe.category}: {probe.what}: {detail[:300]}")
     return counts
 
@@ -342,16 +59,17 @@ def run(verbose: bool = False) -> Counter:
 def main(argv: list[str] | None = None) -> Counter:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--verbose", action="store_true", help="print every probe, not only the defects")
+    parser.add_argument("--only", action="append", help="probe only this category (repeatable)")
+    parser.add_argument("--skip", action="append", help="leave this category out (repeatable)")
     args = parser.parse_args(argv)
     pyro.enable_validation(True)
-    counts = run(args.verbose)
+    counts = run(args.verbose, args.only, args.skip)
     total = sum(v for k, v in counts.items() if isinstance(k, str))
-    outcomes = ("handled", "clear error", "silent wrong", "unnamed error", "raw traceback")
-    print(f"{total} probes: " + ", ".join(f"{counts[o]} {o}" for o in outcomes))
+    print(f"{total} probes: " + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES))
     for category in sorted({k[0] for k in counts if isinstance(k, tuple)}):
         print(
             f"  {category}: "
-            + ", ".join(f"{counts[(category, o)]} {o}" for o in outcomes if counts[(category, o)])
+            + ", ".join(f"{counts[(category, o)]} {o}" for o in OUTCOMES if counts[(category, o)])
         )
     return counts
 

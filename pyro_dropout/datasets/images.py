@@ -10,9 +10,12 @@ error naming the file. Images come as float32 in [0, 1], ``[n, 1, 28, 28]``; lab
 from __future__ import annotations
 
 import gzip
+import math
 import struct
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, cast
 
 import numpy as np
 
@@ -22,6 +25,8 @@ __all__ = ["IMAGE_SETS", "ImageData", "find_idx", "load_images", "read_idx"]
 
 IMAGE_SETS = ("mnist", "fashion-mnist", "notmnist")
 _UBYTE = 0x08
+MAX_VALUES = 1 << 31  # 2 GiB of pixels: ten times all of MNIST's training images and more
+IMAGE_SIZE = (28, 28)  # what the models and the docs expect
 
 
 def find_idx(folder: Path, stem: str, kind: str) -> Path:
@@ -34,33 +39,56 @@ def find_idx(folder: Path, stem: str, kind: str) -> Path:
     raise FileNotFoundError(f"{folder}: no {stem} file (looked for {', '.join(names)})")
 
 
-def _payload(path: Path) -> bytes:
+def _open(path: Path) -> IO[bytes]:
+    """``path`` for reading, through a streaming gzip reader where it is gzip: nothing is
+    decompressed beyond what is read."""
+    handle = open(path, "rb")  # returned open; the caller closes it
+    if handle.read(2) == b"\x1f\x8b":
+        handle.close()
+        return cast(IO[bytes], gzip.open(path, "rb"))
+    handle.seek(0)
+    return handle
+
+
+def _read(handle: IO[bytes], count: int, path: Path) -> bytes:
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-        return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
-    except (OSError, EOFError, gzip.BadGzipFile) as error:
+        return handle.read(count)
+    except (OSError, EOFError, zlib.error) as error:  # a bad or truncated gzip stream
         raise ValueError(f"{path}: not a readable (gzip) idx file ({error})") from None
 
 
-def read_idx(path: str | Path, dims: int) -> np.ndarray:
-    """The unsigned-byte array of ``dims`` dimensions stored in idx file ``path``."""
+def read_idx(path: str | Path, dims: int, max_values: int = MAX_VALUES) -> np.ndarray:
+    """The unsigned-byte array of ``dims`` dimensions stored in idx file ``path``. The header is
+    checked first: a claimed size above ``max_values``, or one the file does not hold exactly,
+    is an error naming the file, and no more than the claimed size (plus one byte) is ever read
+    or decompressed."""
     path = Path(path)
-    data = _payload(path)
-    if len(data) < 4 + 4 * dims:
-        raise ValueError(f"{path}: {len(data)} bytes, too short for an idx header of {dims} dims")
-    zero, code, ndim = struct.unpack(">HBB", data[:4])
-    if zero != 0 or code != _UBYTE or ndim != dims:
-        magic = int.from_bytes(data[:4], "big")
-        raise ValueError(
-            f"{path}: magic number {magic:#010x} is not that of an unsigned-byte idx file of {dims} dims "
-            f"({0x0800 + dims:#010x})"
-        )
-    shape = struct.unpack(f">{dims}I", data[4 : 4 + 4 * dims])
-    size = int(np.prod(shape, dtype=np.int64))
-    body = data[4 + 4 * dims :]
-    if len(body) != size:
-        raise ValueError(f"{path}: header says {shape} = {size} values, the file holds {len(body)}")
+    try:
+        handle = _open(path)
+    except OSError as error:
+        raise ValueError(f"{path}: cannot be read ({error})") from None
+    with handle:
+        header = _read(handle, 4 + 4 * dims, path)
+        if len(header) < 4 + 4 * dims:
+            raise ValueError(f"{path}: {len(header)} bytes, too short for an idx header of {dims} dims")
+        zero, code, ndim = struct.unpack(">HBB", header[:4])
+        if zero != 0 or code != _UBYTE or ndim != dims:
+            magic = int.from_bytes(header[:4], "big")
+            raise ValueError(
+                f"{path}: magic number {magic:#010x} is not that of an unsigned-byte idx file of {dims} "
+                f"dims ({0x0800 + dims:#010x})"
+            )
+        shape = struct.unpack(f">{dims}I", header[4:])
+        size = math.prod(shape)  # Python ints: no overflow
+        if size > max_values:
+            raise ValueError(
+                f"{path}: header claims {shape} = {size} values, more than the {max_values} allowed"
+            )
+        body = _read(handle, size, path)
+        extra = _read(handle, 1, path)
+    if len(body) != size or extra:
+        held = f"{len(body)}" if len(body) < size else "more"
+        raise ValueError(f"{path}: header says {shape} = {size} values, the file holds {held}")
     return np.frombuffer(body, dtype=np.uint8).reshape(shape)
 
 
@@ -99,6 +127,11 @@ def load_images(name: str, part: str = "train", data_dir: str | Path | None = No
     images, labels = read_idx(images_path, 3), read_idx(labels_path, 1)
     if len(images) != len(labels):
         raise ValueError(f"{labels_path}: {len(labels)} labels for the {len(images)} images of {images_path}")
+    if images.shape[1:] != IMAGE_SIZE:
+        raise ValueError(
+            f"{images_path}: images of {images.shape[1]}x{images.shape[2]} pixels; {name} images are "
+            f"{IMAGE_SIZE[0]}x{IMAGE_SIZE[1]}"
+        )
     if labels.size and int(labels.max()) > 9:
         raise ValueError(f"{labels_path}: label {int(labels.max())} is not a class 0-9")
     x = (images.astype(np.float32) / 255.0)[:, None]

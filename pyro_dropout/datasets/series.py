@@ -26,6 +26,9 @@ class Series:
     path: Path
 
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def _file(data_dir: str | Path | None, *parts: str) -> Path:
     path = (Path(data_dir) if data_dir is not None else default_data_dir()).joinpath(*parts)
     if not path.is_file():
@@ -40,6 +43,10 @@ def _float(text: str, path: Path, line: int) -> float:
         raise ValueError(f"{path}, line {line}: {text!r} is not a number") from None
     if not math.isfinite(value):
         raise ValueError(f"{path}, line {line}: {text!r} is not a finite number")
+    if abs(value) > FLOAT32_MAX:
+        raise ValueError(
+            f"{path}, line {line}: {text!r} is beyond float32's range, in which the models compute"
+        )
     return value
 
 

@@ -52,6 +52,8 @@ def from_samples(
     span more than about 88 nats, and ``loo`` returns NaN). Returns ``InferenceData``
     on arviz 0.x and a ``DataTree`` on arviz >= 1.
     """
+    if isinstance(chains, bool) or not isinstance(chains, int) or chains < 1:
+        raise ValueError(f"from_samples: chains must be a positive int, got {chains!r}")
     groups: dict[str, dict[str, np.ndarray]] = {}
     for group, draws in (
         ("posterior", posterior),
@@ -66,7 +68,30 @@ def from_samples(
         groups["observed_data"] = {k: _numpy(v) for k, v in observed_data.items()}
     if not groups:
         raise ValueError("from_samples: nothing to export")
+    _check_dims(groups, dims)
     return build(groups, coords, dims)
+
+
+def _check_dims(groups: dict[str, dict[str, np.ndarray]], dims: dict[str, list[str]] | None) -> None:
+    """Each variable's ``dims`` names at most its own dims (after chain and draw)."""
+    if dims is None:
+        return
+    if not isinstance(dims, dict) or not all(
+        isinstance(v, list | tuple) and all(isinstance(d, str) for d in v) for v in dims.values()
+    ):
+        raise ValueError(f"dims must map a variable to a list of dim names, got {dims!r:.80}")
+    known = sorted({name for variables in groups.values() for name in variables})
+    unknown = sorted(set(dims) - set(known))
+    if unknown:
+        raise ValueError(f"dims names {unknown}, which the export does not hold (its variables: {known})")
+    for group, variables in groups.items():
+        for name, array in variables.items():
+            own = array.shape if group == "observed_data" else array.shape[2:]
+            if name in dims and len(dims[name]) > len(own):
+                raise ValueError(
+                    f"dims['{name}'] names {len(dims[name])} dims ({list(dims[name])}), but '{name}' has "
+                    f"{len(own)} in {group}, of sizes {tuple(own)}"
+                )
 
 
 AUTO_POSTERIOR_SIZE = 10_000  # values per draw

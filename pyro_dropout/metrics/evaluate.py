@@ -66,7 +66,8 @@ class _Classification:
         if name not in pred.observed:
             raise ValueError(f"site '{name}' has no observations: pass the labels to evaluate()")
         probs = pred.probs[name]
-        self.labels = pred.observed[name]
+        labels = pred.observed[name]
+        self.labels = labels if labels.is_floating_point() else labels.long()  # int32 and bool labels too
         self.scores = CategoricalScores(self.labels, probs.shape[-1], probs.shape[-2])
 
     def update(self, pred: Predictions, name: str) -> None:

@@ -121,13 +121,8 @@ class _Recurrent(PyroModule):
         """``(output, state)``: the last layer's hidden states at every step, ``[..., T, N, H]``
         (``batch_first``: ``[..., N, T, H]``), and each part of the final state (the LSTM's
         ``(h, c)``, the GRU's ``(h,)``) as ``[..., num_layers, N, H]``."""
-        what = type(self).__name__
-        if x.dim() < 3 or x.shape[-1] != self.input_size:
-            order = "N, T" if self.batch_first else "T, N"
-            raise ValueError(
-                f"{what}: expected inputs [..., {order}, {self.input_size}], got {tuple(x.shape)}"
-            )
-        h = x if self.batch_first else x.transpose(-3, -2)
+        h = self._checked_inputs(x)
+        state = self._checked_state(state, h)
         finals = []
         for layer, cell in enumerate(self.layers):
             h, last = self._run(cast(_Cell, cell), h, self._start(h, state, layer))
@@ -135,6 +130,49 @@ class _Recurrent(PyroModule):
         out = h if self.batch_first else h.transpose(-3, -2)
         parts = tuple(torch.stack(torch.broadcast_tensors(*ps), dim=-3) for ps in zip(*finals, strict=True))
         return out, parts
+
+    def _checked_inputs(self, x: object) -> torch.Tensor:
+        """``x`` as ``[..., N, T, in]``; an error naming what is wrong otherwise."""
+        what, order = type(self).__name__, "N, T" if self.batch_first else "T, N"
+        if isinstance(x, torch.nn.utils.rnn.PackedSequence):
+            raise TypeError(
+                f"{what}: takes padded tensors [..., {order}, {self.input_size}], not a PackedSequence "
+                "(torch.nn.utils.rnn.pad_packed_sequence gives one; masks are drawn per sequence)"
+            )
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(
+                f"{what}: x must be a tensor [..., {order}, {self.input_size}], got {type(x).__name__}"
+            )
+        if x.dim() < 3 or x.shape[-1] != self.input_size:
+            raise ValueError(
+                f"{what}: expected inputs [..., {order}, {self.input_size}], got {tuple(x.shape)}"
+            )
+        h = x if self.batch_first else x.transpose(-3, -2)
+        if h.shape[-2] == 0 or h.shape[-3] == 0:
+            raise ValueError(f"{what}: inputs {tuple(x.shape)} hold no time steps or no sequences ({order})")
+        return h
+
+    def _checked_state(self, state: object, h: torch.Tensor) -> State | None:
+        """``state`` as a tuple of ``parts`` tensors ``[..., num_layers, N, H]`` (the GRU's ``h0``
+        also as a bare tensor, as ``torch.nn.GRU`` takes it)."""
+        if state is None:
+            return None
+        what = type(self).__name__
+        names = "(h, c)" if self.parts == 2 else "h (or (h,))"
+        if isinstance(state, torch.Tensor) and self.parts == 1:
+            state = (state,)
+        if not isinstance(state, tuple | list) or len(state) != self.parts:
+            got = f"a tuple of {len(state)}" if isinstance(state, tuple | list) else type(state).__name__
+            raise ValueError(f"{what}: state must be {names}, got {got}")
+        expected = (self.num_layers, h.shape[-3], self.hidden_size)
+        for name, part in zip(("h", "c"), state, strict=False):
+            if not isinstance(part, torch.Tensor) or part.dim() < 3 or tuple(part.shape[-3:]) != expected:
+                shape = tuple(part.shape) if isinstance(part, torch.Tensor) else type(part).__name__
+                raise ValueError(
+                    f"{what}: state {name} must be [..., num_layers, N, hidden_size] = [..., "
+                    f"{', '.join(map(str, expected))}], got {shape}"
+                )
+        return tuple(state)
 
     def _run(self, cell: _Cell, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
         gates = cell.inputs(x)

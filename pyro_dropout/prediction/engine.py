@@ -16,6 +16,7 @@ from .chunks import ChunkRunner, DrawLatents, auto_chunk_size, chunk_sizes, larg
 from .collect import Outputs, chunk_outputs, plate_nesting
 from .draw_cost import per_draw_bytes
 from .draws import Predictions
+from .observations import check_array_inputs, check_observations
 from .replay import TracedChunk, trace_chunk
 
 __all__ = ["MIN_TRACED_CHUNKS", "check_wanted", "device_of", "draw_chunks", "prepare", "wanted_sites"]
@@ -67,6 +68,7 @@ def prepare(
     if isinstance(num_samples, bool) or not (isinstance(num_samples, int) and num_samples >= 1):
         raise ValueError(f"num_samples must be a positive int, got {num_samples!r}")
     chunk_size = _chunk_setting(chunk_size)
+    check_array_inputs(args, kwargs)
     args, kwargs = _to_device(args, kwargs, device)
     check_not_empty(args, kwargs)
     check_finite_inputs(args, kwargs)
@@ -80,6 +82,7 @@ def prepare(
                 prototype, widest = largest_tensor_bytes(lambda: conditioned.get_trace(*args, **kwargs))
             else:
                 prototype = conditioned.get_trace(*args, **kwargs)
+    check_observations(prototype)
     runner = ChunkRunner(
         model, draw_latents, prototype, plate_nesting(prototype), args, kwargs, frozenset(draw)
     )

@@ -122,10 +122,17 @@ def test_a_global_change_is_seen_after_retrace(name):
     assert fresh == pytest.approx(eager, rel=1e-4) and stale != pytest.approx(eager, rel=1e-2)
 
 
-def test_comparisons_of_shapes_do_not_count_as_reading_values():
+@pytest.mark.parametrize(
+    "make",
+    [lambda: DropoutELBO(jit=True), lambda: BBAlpha(0.5, num_particles=4, jit=True)],
+    ids=["elbo", "bbalpha"],
+)
+def test_comparisons_of_shapes_do_not_count_as_reading_values(make):
+    """A new batch size (a DataLoader's last batch) traces again; the checks made once per input
+    shape (the particles' batching self-check reads values) run before recording, not in it."""
     pyro.clear_param_store()
     model = MLP(3, 1, hidden=(8,))
-    svi = SVI(model, DropoutGuide(model), pyro.optim.Adam({"lr": 1e-2}), DropoutELBO(jit=True))
+    svi = SVI(model, DropoutGuide(model), pyro.optim.Adam({"lr": 1e-2}), make())
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for n in (16, 7, 16):

@@ -29,10 +29,11 @@ class BanditSettings:
         default=50, metadata={"help": "units of each of the two hidden layers", "positive": True}
     )
     dropout: float = field(
-        default=0.2, metadata={"help": "drop probability (mc-dropout, epsilon-greedy)", "minimum": 0}
+        default=0.2,
+        metadata={"help": "drop probability (mc-dropout, epsilon-greedy)", "minimum": 0, "below": 1},
     )
     epsilon: float = field(
-        default=0.05, metadata={"help": "exploration rate of epsilon-greedy", "minimum": 0}
+        default=0.05, metadata={"help": "exploration rate of epsilon-greedy", "minimum": 0, "maximum": 1}
     )
     train_every: int = field(default=50, metadata={"help": "rounds between trainings", "positive": True})
     train_steps: int = field(default=100, metadata={"help": "minibatches per training", "positive": True})

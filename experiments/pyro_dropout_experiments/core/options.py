@@ -62,6 +62,8 @@ def check_field(f: Field, value: Any, where: str) -> None:
             raise ValueError(f"{where} must be at least {meta['minimum']}, got {v!r}")
         if "maximum" in meta and v > meta["maximum"]:
             raise ValueError(f"{where} must be at most {meta['maximum']}, got {v!r}")
+        if "below" in meta and not v < meta["below"]:
+            raise ValueError(f"{where} must be below {meta['below']}, got {v!r}")
 
 
 def _parser_for(cls: type, f: Field, flag: str) -> Any:

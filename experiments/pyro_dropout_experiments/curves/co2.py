@@ -32,7 +32,14 @@ def co2_data(data_dir: str | Path | None = None) -> tuple[np.ndarray, np.ndarray
     """The subset's times, readings and training mask (readings before ``CO2_TRAIN_END``)."""
     series = load_co2(data_dir)
     t, y = series.t[::CO2_EVERY], series.y[::CO2_EVERY]
-    return t, y, t < CO2_TRAIN_END
+    train = t < CO2_TRAIN_END
+    if train.sum() < 2 or np.ptp(y[train]) == 0 or train.all():
+        raise ValueError(
+            f"{series.path}: the experiment needs readings that vary before {CO2_TRAIN_END:.0f} and "
+            f"readings after it; every {CO2_EVERY}-th reading gives {int(train.sum())} before and "
+            f"{int((~train).sum())} after"
+        )
+    return t, y, train
 
 
 def _summary(pred: Any, grid: np.ndarray, inside: np.ndarray, far: np.ndarray, n: int) -> dict[str, Any]:

@@ -42,8 +42,14 @@ def co2_increments(s: ForecastSettings, data_dir: str | Path | None = None) -> I
     train = t_d < s.train_end
     if train.sum() <= s.window + 1:
         raise ValueError(
-            f"forecast: {int(train.sum())} increments before {s.train_end} leave no training window of "
-            f"{s.window}; lower --window or raise --train-end"
+            f"forecast: {int(train.sum())} increments (of every {s.every}-th reading) before --train-end "
+            f"{s.train_end} leave no training window of {s.window}; lower --window or --every, or raise "
+            "--train-end"
+        )
+    if train.all():
+        raise ValueError(
+            f"forecast: --train-end {s.train_end} leaves no readings to forecast (the data end at "
+            f"{t_d[-1]:.1f}); lower it"
         )
     mu, sd = float(d[train].mean()), float(d[train].std())
     z = (d - mu) / sd

@@ -31,7 +31,8 @@ class ForecastSettings:
     hidden: int = field(default=32, metadata={"help": "LSTM units", "positive": True})
     layers: int = field(default=1, metadata={"help": "stacked LSTM layers", "positive": True})
     dropout: float = field(
-        default=0.1, metadata={"help": "drop probability of inputs, hidden units and read-out", "minimum": 0}
+        default=0.1,
+        metadata={"help": "drop probability of inputs, hidden units and read-out", "minimum": 0, "below": 1},
     )
     length_scale: float = field(
         default=1e-2, metadata={"help": "prior length-scale l of the weights", "positive": True}

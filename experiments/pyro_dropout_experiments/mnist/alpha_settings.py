@@ -21,7 +21,7 @@ class AlphaSettings:
         default=(0.0, 0.5, 1.0), metadata={"help": "the α values (0: the ELBO)", "minimum": 0}
     )
     repeats: int = field(default=3, metadata={"help": "trainings per model and α", "positive": True})
-    dropout: float = field(default=0.5, metadata={"help": "drop probability p", "minimum": 0})
+    dropout: float = field(default=0.5, metadata={"help": "drop probability p", "minimum": 0, "below": 1})
     particles: int = field(default=10, metadata={"help": "mask draws K per training step", "positive": True})
     models: tuple[str, ...] = field(
         default=MODELS,
@@ -39,7 +39,7 @@ class AttackSettings:
     alphas: tuple[float, ...] = field(
         default=(0.0, 0.5, 1.0), metadata={"help": "the α values of the dropout networks", "minimum": 0}
     )
-    dropout: float = field(default=0.5, metadata={"help": "drop probability p", "minimum": 0})
+    dropout: float = field(default=0.5, metadata={"help": "drop probability p", "minimum": 0, "below": 1})
     particles: int = field(default=10, metadata={"help": "mask draws K per training step", "positive": True})
     width: int = field(default=1000, metadata={"help": "units per hidden layer", "positive": True})
     depth: int = field(default=3, metadata={"help": "hidden layers", "positive": True})
@@ -50,7 +50,9 @@ class AttackSettings:
         default=tuple(round(0.05 * i, 2) for i in range(11)),
         metadata={"help": "step sizes of the untargeted attack", "minimum": 0},
     )
-    target: int = field(default=0, metadata={"help": "the class of the targeted attack", "minimum": 0})
+    target: int = field(
+        default=0, metadata={"help": "the class of the targeted attack", "minimum": 0, "maximum": 9}
+    )
     target_eta: float = field(default=0.01, metadata={"help": "its step size", "positive": True})
     target_steps: int = field(default=50, metadata={"help": "its gradient steps", "positive": True})
 

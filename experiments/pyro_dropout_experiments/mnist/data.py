@@ -49,7 +49,15 @@ def load_splits(
     as many of each ``ood`` set); ``None``: all. The tensors are on PyTorch's default device."""
     train, test = load_images("mnist", "train", data_dir), load_images("mnist", "test", data_dir)
     if not 0 < validation < len(train):
-        raise ValueError(f"validation must be between 1 and {len(train) - 1} images, got {validation}")
+        raise ValueError(f"--validation must be between 1 and {len(train) - 1} images, got {validation}")
+    available = len(train) - validation
+    if train_size is not None and train_size > available:
+        raise ValueError(
+            f"--train-size {train_size} is more than the {available} training images left after "
+            f"--validation {validation}"
+        )
+    if test_size is not None and test_size > len(test):
+        raise ValueError(f"--test-size {test_size} is more than the {len(test)} test images")
     order = np.random.default_rng(seed).permutation(len(train))
     val_rows, train_rows = order[:validation], order[validation:][:train_size]
     n_test = test_size or len(test)

@@ -59,10 +59,16 @@ def run_rotated(
     splits = load_splits(
         data_dir, validation=settings.validation, train_size=settings.train_size, seed=settings.seed
     )
+    x_test, y_test = splits.test
+    ones = (y_test == 1).nonzero()
+    if len(ones) == 0:
+        raise ValueError(
+            f"the MNIST test images {'in ' + str(data_dir) + ' ' if data_dir else ''}hold no digit 1 "
+            f"to rotate (their labels: {sorted(set(y_test.tolist()))})"
+        )
+    one = x_test[int(ones[0])]
     out.mkdir(parents=True, exist_ok=True)  # once the data is there: a bad folder leaves nothing
     model, guide = train_lenet(splits.train, settings, progress=progress, desc="LeNet, MC dropout")
-    x_test, y_test = splits.test
-    one = x_test[int((y_test == 1).nonzero()[0])]
     degrees = [i * step_degrees for i in range(steps)]
     images = rotate(one, degrees)
     pred = predict(model, guide, images, num_samples=settings.num_samples)

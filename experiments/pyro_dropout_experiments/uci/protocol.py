@@ -26,7 +26,7 @@ from ..core.store import ResultStore
 from ..core.training import Standardiser
 from .labels import label
 from .method import GridSetup, Method
-from .resume import read_kept
+from .resume import check_grid_rows, read_kept
 from .runs import Spec, scores_dict, train_and_score
 from .settings import Settings, UCIBenchmark
 from .stages import Protocol
@@ -155,6 +155,8 @@ class UCIProtocol(Protocol):
             return {}
         paths = {i: self.path(i, grid=True) for i in splits}
         stored = read_kept(paths, self.s, self.method, grid=True)
+        for i, record in stored.items():
+            check_grid_rows(paths[i], record["validation"], self.grid)
         validation = {i: stored[i]["validation"] for i in stored}
         self.earlier = {i: float(stored[i].get("grid_seconds", 0.0)) for i in stored}
         if stored:

@@ -3,6 +3,7 @@ were made with this run's settings; a file that cannot be read is an error namin
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from .method import Method
 from .registry import get_method, method_class
 from .settings import CHECKED_SETTINGS, LEGACY_SETTINGS, Settings
 
-__all__ = ["method_from_stored", "read_kept"]
+__all__ = ["check_grid_rows", "method_from_stored", "read_kept"]
 
 
 def _made_with(stored: dict[str, Any], method: Method) -> dict[str, Any]:
@@ -51,3 +52,24 @@ def read_kept(
                     "give another --out folder (or remove the file to re-run it)"
                 )
     return kept
+
+
+def _same_point(row: dict[str, Any], point: dict[str, Any]) -> bool:
+    def same(a: Any, b: Any) -> bool:
+        numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (a, b))
+        return math.isclose(a, b, rel_tol=1e-9) if numbers else a == b
+
+    return all(k in row and same(row[k], v) for k, v in point.items())
+
+
+def check_grid_rows(path: Path | None, rows: Any, grid: list[dict[str, Any]]) -> None:
+    """A kept grid search holds one row per point of this run's ``grid`` and nothing else
+    (an empty list, or a row at a point the grid does not have, such as tau = -1 or p = 1.5, is
+    an error naming the file)."""
+    fix = "remove the file to run its grid search again"
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
+        raise ValueError(f"{path}: field 'validation' holds no grid rows ({rows!r:.60}); {fix}")
+    for row in rows:
+        if not any(_same_point(row, point) for point in grid):
+            shown = {k: row.get(k) for k in grid[0]}
+            raise ValueError(f"{path}: validation row {shown} is not a point of this run's grid; {fix}")

@@ -17,11 +17,10 @@ def status(out: Path) -> list[str]:
     not one is an error naming it)."""
     store, lines = ResultStore(out), []
     for path in store.checkpoints():
-        state = read_checkpoint(path)
-        done, total, seconds = len(state["history"]), int(state["epochs"]), float(state["seconds"])
+        desc, done, total, seconds = _progress(path)
         to_go = seconds / max(done, 1) * (total - done)
         lines.append(
-            f"{state['desc']}: epoch {done}/{total}, {seconds / 60:.1f} min of training kept, "
+            f"{desc}: epoch {done}/{total}, {seconds / 60:.1f} min of training kept, "
             f"about {to_go / 60:.0f} min to go at that rate ({path.name})"
         )
     waiting: dict[tuple[str, str], list[int]] = {}
@@ -32,3 +31,16 @@ def status(out: Path) -> list[str]:
         name = stem[len(dataset) + 1 :]
         lines.append(f"{dataset} {name}: grid search done, final models to train for splits {splits}")
     return lines
+
+
+def _progress(path: Path) -> tuple[str, int, int, float]:
+    """What a checkpoint says of its training: its name, epochs done and planned, and seconds;
+    a file that lacks one of them is an error naming it."""
+    state = read_checkpoint(path)
+    try:
+        return str(state["desc"]), len(state["history"]), int(state["epochs"]), float(state["seconds"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError(
+            f"{path} is not a training checkpoint this version can read (a missing or bad field: {e}); "
+            "remove it to train from the start"
+        ) from None

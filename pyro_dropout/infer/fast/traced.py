@@ -203,6 +203,8 @@ class TracedLoss:
 
         inputs = (*params, *slots.tensors(args, kwargs))
         with forked_rng(params[0].device):
+            with torch.no_grad():  # once eagerly: the checks made once per input shape (the batching
+                self.loss(*args, **kwargs)  # self-check reads values) are done before recording
             where = value_read_at(loss_of, inputs)
             if where is not None:
                 self._fall_back(

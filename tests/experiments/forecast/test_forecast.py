@@ -49,4 +49,6 @@ def test_scores_against_a_hand_computation():
 
 def test_a_window_longer_than_the_training_series_is_named(capsys):
     assert main(["forecast", "--window", "5000", "--quiet"]) == 2
-    assert "412 increments before 1991.0 leave no training window of 5000" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "412 increments (of every 4-th reading) before --train-end 1991.0" in err
+    assert "leave no training window of 5000; lower --window or --every" in err

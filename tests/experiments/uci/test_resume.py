@@ -58,6 +58,30 @@ def test_a_run_stopped_in_the_final_stage_resumes_there(tiny, monkeypatch):
     ]
 
 
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        lambda rows: [],
+        lambda rows: [{**rows[0], "tau": -1.0}, *rows[1:]],
+        lambda rows: [{**rows[0], "p": 1.5}, *rows[1:]],
+        lambda rows: "rows",
+    ],
+    ids=["empty", "tau=-1", "p=1.5", "not-a-list"],
+)
+def test_a_kept_grid_search_that_is_not_this_grid_is_an_error_naming_the_file(tiny, monkeypatch, tamper):
+    data = UCIBenchmark.load("tiny", tiny)
+    stop_training_when(monkeypatch, lambda calls: "final" in calls[-1][0])
+    out = tiny / "stopped"
+    with pytest.raises(KeyboardInterrupt):
+        run_uci(data, tiny_method("mc-dropout"), [0], out, TINY, log=lambda m: None)
+    monkeypatch.undo()
+    path = out / "tiny_mc-dropout_split00.grid.json"
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({**record, "validation": tamper(record["validation"])}))
+    with pytest.raises(ValueError, match=r"split00\.grid\.json: .*remove the file to run"):
+        run_uci(data, tiny_method("mc-dropout"), [0], out, TINY, log=lambda m: None)
+
+
 @pytest.mark.parametrize(("method", "stage"), [("mc-dropout", "grid"), ("concrete", "final")])
 def test_a_run_stopped_while_training_resumes_from_its_checkpoint(
     tiny, monkeypatch, capsys, method, stage, device

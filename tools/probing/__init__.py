@@ -1,0 +1,1 @@
+"""The probes of tools/probe_inputs.py, by surface."""
