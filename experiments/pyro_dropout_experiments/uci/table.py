@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.store import ResultStore
+from .headline import best_within_one_se, split_methods
 from .labels import label_of, parse_label
 from .published import PUBLISHED, PUBLISHED_TWO_LAYERS, REFERENCE, SOURCES
 from .summary import (
@@ -77,11 +78,24 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         "published columns keep the papers' two.",
         "",
     ]
+    headline, variants = split_methods(methods)
+    lines += [
+        "The headline tables hold each method as the protocol runs it; a bold cell is the best of "
+        "its row within its own standard error (among the runs of every split). The variants "
+        "(one mask per draw, the grid network scored, other settings) follow in their own tables.",
+        "",
+    ]
     for metric, title in (
         ("rmse", "Test RMSE (lower is better)"),
         ("test_ll", "Test log-likelihood (higher is better)"),
     ):
-        lines += _metric_table(summary, datasets, methods, every, metric, title, decimals)
+        if headline:
+            lines += _metric_table(summary, datasets, headline, every, metric, title, decimals, headline=True)
+    for metric, title in (("rmse", "Variants: test RMSE"), ("test_ll", "Variants: test log-likelihood")):
+        if variants:
+            lines += _metric_table(
+                summary, datasets, variants, every, metric, title, decimals, headline=False
+            )
     lines += _standard_dropout_table(summary, datasets, methods, decimals)
     lines += _timing_table(summary, datasets, methods)
     lines += _groups_table(summary, datasets, every)
@@ -98,20 +112,24 @@ def _metric_table(
     metric: str,
     title: str,
     decimals: dict[tuple[str, str], int],
+    headline: bool = True,
 ) -> list[str]:
+    """One metric's table; the headline one has the published columns and the bold best cells."""
     index = 0 if metric == "rmse" else 2
-    head = ["data set", *methods, *PUBLISHED]
+    head = ["data set", *methods, *(PUBLISHED if headline else [])]
     lines = [f"### {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for d in datasets:
         if not any((d, m) in summary for m in methods):
             continue
         full = max(summary[(d, m)]["splits"] for m in every if (d, m) in summary)
+        best = best_within_one_se(summary, d, methods, metric, full) if headline else set()
         cells = [split_cell(summary.get((d, m)), metric, decimals[(d, metric)], full) for m in methods]
+        cells = [f"**{c}**" if m in best else c for m, c in zip(methods, cells, strict=True)]
         pub = [
             cell((p[d][index], p[d][index + 1]), 2) if d in p else "—"  # at the published precision
             for p in PUBLISHED.values()
         ]
-        lines.append("| " + " | ".join([d, *cells, *pub]) + " |")
+        lines.append("| " + " | ".join([d, *cells, *(pub if headline else [])]) + " |")
     return [*lines, ""]
 
 

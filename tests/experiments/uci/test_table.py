@@ -99,7 +99,7 @@ def test_a_cell_over_fewer_splits_says_how_many():
     )
     cells = ll_row.split(" | ")
     assert "(2/4)" in ll_row and "1.200 ± 0.000 (2/4)" in cells  # the partial column, marked
-    assert "1.115 ± 0.006" in cells  # the full column, unmarked
+    assert "**1.115 ± 0.006**" in cells  # the full column, unmarked, and the best of the full runs
 
 
 def test_cells_give_each_mean_to_the_precision_of_its_error():
@@ -134,11 +134,11 @@ def test_cells_give_each_mean_to_the_precision_of_its_error():
     naval_rmse = cells("Test RMSE", "naval-propulsion-plant")
     # se of the mc-dropout RMSE is 0.0000289: five decimals; the ensemble's 0.0004 stays visible
     ensemble = cells("Test RMSE", "data set").index("ensemble")
-    assert naval_rmse[1] == "0.00085 ± 0.00003" and naval_rmse[ensemble] == "0.00040 ± 0.00000"
+    assert naval_rmse[1] == "0.00085 ± 0.00003" and naval_rmse[ensemble] == "**0.00040 ± 0.00000**"
     naval_ll = cells("log-likelihood", "naval-propulsion-plant")
-    assert naval_ll[1] == "4.443 ± 0.001"  # se 0.00129: three decimals
-    assert cells("Test RMSE", "bostonHousing")[1] == "3.10 ± 0.26"  # se 0.258: the two-decimal floor
-    assert cells("log-likelihood", "bostonHousing")[1] == "-2.55 ± 0.06"
+    assert naval_ll[1] == "4.443 ± 0.001"  # se 0.00129: three decimals (not bold: 7.4 is best)
+    assert cells("Test RMSE", "bostonHousing")[1] == "**3.10 ± 0.26**"  # se 0.258: the two-decimal floor
+    assert cells("log-likelihood", "bostonHousing")[1] == "**-2.55 ± 0.06**"  # the only run: the best
     # the published columns stay at their own two decimals
     assert cells("Test RMSE", "bostonHousing")[-1] == "2.90 ± 0.18 |"
     # the standard-dropout table uses the RMSE row's decimals
@@ -226,3 +226,39 @@ def test_a_copy_of_a_split_is_refused_not_averaged_twice_and_other_files_are_not
     (tmp_path / "copy" / "d_sgp_split00.json").write_text(json.dumps(row))
     with pytest.raises(ValueError, match=r"both hold split 0 of d sgp: the table would count it twice"):
         collect(tmp_path)
+
+
+def test_the_headline_tables_bold_the_best_within_one_se_and_the_variants_follow():
+    def row(method, split, rmse, ll, **settings):
+        return {
+            "dataset": "concrete",
+            "method": method,
+            "split": split,
+            "rmse": rmse,
+            "rmse_standard": rmse,
+            "test_ll": ll,
+            "settings": {"per_example_masks": True, **settings},
+        }
+
+    rows = []
+    for i in range(4):
+        rows += [
+            row("mc-dropout", i, 5.2 + 0.2 * (i % 2), -3.0),  # rmse 5.3 +- 0.058: not within one se
+            row(
+                "concrete", i, 5.05, -2.9 + 0.02 * (i % 2)
+            ),  # within one se of the best rmse? no: 5.05 > 5.1 - 0
+            row("mfvi", i, 6.0, -3.2),
+            row("mc-dropout", i, 4.0, -2.0, per_example_masks=False),  # a variant: best, but not a headline
+        ]
+    table = markdown_table(rows)
+    head, variants = table.split("### Variants: test RMSE")
+    rmse = next(
+        line for line in head[head.index("Test RMSE") :].splitlines() if line.startswith("| concrete |")
+    )
+    cells = rmse.split(" | ")
+    assert cells[1:4] == ["5.30 ± 0.06", "**5.05 ± 0.00**", "6.00 ± 0.00"]  # 5.30 - 0.06 > 5.05
+    ll = next(
+        line for line in head[head.index("log-likelihood") :].splitlines() if line.startswith("| concrete |")
+    )
+    assert ll.split(" | ")[2] == "**-2.890 ± 0.006**"
+    assert "mc-dropout-per-draw" not in head and "| concrete | 4.00 ± 0.00 |" in variants
