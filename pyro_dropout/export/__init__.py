@@ -1,11 +1,16 @@
 """Export and plots: ArviZ conversion and matplotlib figures of the predictive."""
 
 from .arviz import from_predictions, from_samples, mcmc_to_arviz, to_arviz
+from .kfold import PSIS_K_LIMIT, fold_of, kfold, loo
 from .plots import plot_regression, plot_reliability, plot_score_histograms, plot_softmax_scatter, pyplot
 
 __all__ = [
+    "PSIS_K_LIMIT",
+    "fold_of",
     "from_predictions",
     "from_samples",
+    "kfold",
+    "loo",
     "mcmc_to_arviz",
     "plot_regression",
     "plot_reliability",

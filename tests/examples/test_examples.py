@@ -116,3 +116,10 @@ def test_readme_model():
     for figures in out.values():
         assert math.isfinite(figures["loo_elpd_60"])  # float64 log-likelihoods: no NaN from PSIS
         assert figures["in_range_rmse"] > 0 and figures["sd_outside_over_inside"] > 0
+
+
+def test_kfold_elpd():
+    out = _load("kfold_elpd").main(["--steps", "20", "--k", "2", "--num-samples", "10"])
+    assert set(out["models"]) == {"relu 1-20-1", "linear"} and len(out["compare_ranks"]) == 2
+    for row in out["models"].values():
+        assert all(math.isfinite(v) for v in row.values())
