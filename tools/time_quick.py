@@ -8,8 +8,9 @@ runs in its own process, one after another, and its wall time is kept in a JSON 
 Each record holds the wall time and the CPU time (user and system, of the command's process).
 With ``--threads 1`` the CPU time is the work of one core whatever else the machine runs, so
 "CPU time under the budget" is the conservative reading of "under 10 minutes on 2 CPU cores"
-on a machine that is busy with other work. The docs quote the stored file;
-``tests/test_docs.py`` checks that every command is there and within the budget.
+on a machine that is busy with other work. The docs quote the stored file through
+:func:`table`; ``tests/test_docs.py`` checks that every command is there, ran, is within the
+budget in wall time, and that docs/performance.md shows the file's table.
 """
 
 from __future__ import annotations
@@ -56,9 +57,11 @@ def _head() -> str:
         return "unknown"
 
 
-def time_command(argv: list[str], threads: int) -> dict:
-    """Run ``pyro-dropout ARGV --quick`` in a fresh output folder; its wall time and exit status."""
-    with tempfile.TemporaryDirectory() as out:
+def time_command(argv: list[str], threads: int, keep: Path | None = None) -> dict:
+    """Run ``pyro-dropout ARGV --quick`` in a fresh output folder (``keep``: that folder, kept);
+    its wall time and exit status."""
+    with tempfile.TemporaryDirectory() as scratch:
+        out = str(keep) if keep is not None else scratch
         line = [sys.executable, "-m", "pyro_dropout_experiments.cli", *argv, "--quick", "--quiet"]
         line += ["--threads", str(threads), "--out", out]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -75,6 +78,19 @@ def time_command(argv: list[str], threads: int) -> dict:
     }
 
 
+def table(record: dict) -> str:
+    """The markdown table docs/performance.md quotes: each command's wall and CPU minutes."""
+    lines = ["| command | wall time | CPU time (all threads) | threads | measured |"]
+    lines.append("|---|---:|---:|---:|---|")
+    for name in COMMANDS:
+        r = record["commands"][name]
+        lines.append(
+            f"| `{r['command']}` | {r['seconds'] / 60:.1f} min | {r['cpu_seconds'] / 60:.1f} min | "
+            f"{r['threads']} | {r['date']}, {r['commit']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def _write(path: Path, record: dict) -> None:
     partial = path.with_suffix(".json.partial")
     partial.write_text(json.dumps(record, indent=1))
@@ -88,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         "--threads", type=int, default=2, help="PyTorch's threads for each command (default 2)"
     )
     parser.add_argument("--only", action="append", default=None, help="time only this command (repeatable)")
+    parser.add_argument("--keep", type=Path, default=None, help="keep each command's results in KEEP/NAME")
     args = parser.parse_args(argv)
     path = Path(args.out)
     record = (
@@ -99,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
         kept = record["commands"].get(name, {})
         if kept.get("commit") == _head() and kept.get("threads") == args.threads and kept.get("status") == 0:
             continue
-        result = time_command(words, args.threads)
+        keep = args.keep / name.replace(" ", "-") if args.keep is not None else None
+        result = time_command(words, args.threads, keep)
         record["commands"][name] = result | {
             "threads": args.threads,
             "commit": _head(),

@@ -2,6 +2,7 @@
 or with another of our methods.
 
 Run: python tools/uci_paired.py DATASET [--method mc-dropout] [--against LABEL] [--results results/uci]
+     [--against-results FOLDER]   # the other label's folder (default: --results), e.g. an earlier default
 
 Prints, for every split run, our RMSE and test log-likelihood next to the published ones (or
 next to those of ``--against``, a result label such as ``mc-dropout`` or ``hmc``, on the splits
@@ -36,10 +37,13 @@ def _ours(dataset: str, method: str, results: Path) -> dict[int, dict]:
     return ours
 
 
-def paired_methods(dataset: str, method: str, against: str, results: Path) -> dict[str, dict[str, float]]:
-    """``{metric: {"mean": ..., "se": ..., "n": ...}}`` of ``method`` minus ``against`` on the
-    splits both have run (RMSE, test log-likelihood, 90% coverage)."""
-    ours, theirs = _ours(dataset, method, results), _ours(dataset, against, results)
+def paired_methods(
+    dataset: str, method: str, against: str, results: Path, against_results: Path | None = None
+) -> dict[str, dict[str, float]]:
+    """``{metric: {"mean": ..., "se": ..., "n": ...}}`` of ``method`` minus ``against`` (read from
+    ``against_results``, default ``results``) on the splits both have run (RMSE, test
+    log-likelihood, 90% coverage)."""
+    ours, theirs = _ours(dataset, method, results), _ours(dataset, against, against_results or results)
     common = sorted(set(ours) & set(theirs))
     if not common:
         raise SystemExit(f"{method} and {against} share no split of {dataset} in {results}")
@@ -79,11 +83,12 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     parser.add_argument("--method", default="mc-dropout", help="a result label, e.g. mc-dropout-per-draw")
     parser.add_argument("--against", default=None, help="another result label (default: the published runs)")
     parser.add_argument("--results", type=Path, default=Path("results/uci"))
+    parser.add_argument("--against-results", type=Path, default=None, help="the folder of --against")
     args = parser.parse_args(argv)
     if args.against is None:
         out, what = paired(args.dataset, args.method, args.results), "ours - published"
     else:
-        out = paired_methods(args.dataset, args.method, args.against, args.results)
+        out = paired_methods(args.dataset, args.method, args.against, args.results, args.against_results)
         what = f"{args.method} - {args.against}"
     for metric, d in out.items():
         print(f"{metric}: {what} = {d['mean']:+.4f} +- {d['se']:.4f} over {int(d['n'])} splits")

@@ -164,11 +164,17 @@ def to_arviz(
     draws form one chain. ``parallel=False``: one unbatched pass per draw, for a model that
     cannot take batched weights (as :func:`~pyro_dropout.prediction.predict`).
 
+    What the export is for: ``az.summary``, ``az.plot_ppc`` and the other plots of draws work on
+    it as on any export. Its PSIS-LOO (``az.loo``) is not an elpd to compare models by: the
+    draws come from the dropout family, not the exact posterior, and most Pareto k exceed 0.7;
+    :func:`~pyro_dropout.export.loo` says so where it happens, and
+    :func:`~pyro_dropout.export.kfold` gives the elpd to use.
+
     Usage:
 
         idata = to_arviz(model, guide, x, y, num_samples=1000)
-        az.loo(idata)
-        az.compare({"mc_dropout": idata, "hmc": mcmc_to_arviz(model, mcmc, x, y)})
+        az.summary(idata), az.plot_ppc(idata)
+        az.compare({"relu": kfold(make_relu, x, y), "linear": kfold(make_linear, x, y)})
     """
     pred = predict(
         model, guide, *args, num_samples=num_samples, chunk_size=chunk_size, parallel=parallel, **kwargs

@@ -12,13 +12,14 @@ from .ood import run_ood
 from .probs import mc_probs
 from .rotated import rotate, run_rotated
 from .scores import method_scores
-from .settings import QUICK, MnistSettings
+from .settings import OOD_QUICK, QUICK, MnistSettings
 from .table import ood_tables
 from .training import train_classifier, train_lenet, train_with_settings
 
 __all__ = [
     "ATTACK_QUICK",
     "BBALPHA_QUICK",
+    "OOD_QUICK",
     "QUICK",
     "AlphaSettings",
     "AttackSettings",

@@ -12,7 +12,7 @@ from typing import Any
 from ..core import add_flags, add_run_flags, command_settings, device_scope, int_list, positive_int
 from .alpha_settings import ATTACK_QUICK, BBALPHA_QUICK, AlphaSettings, AttackSettings
 from .methods import METHODS
-from .settings import QUICK, MnistSettings
+from .settings import OOD_QUICK, QUICK, MnistSettings
 
 __all__ = ["add_mnist"]
 
@@ -47,7 +47,7 @@ def _ood(args: argparse.Namespace) -> int:
     from .table import ood_tables
 
     results = run_ood(
-        _settings(args),
+        _settings(args, quick=OOD_QUICK),
         Path(args.out),
         methods=args.methods,
         data_dir=args.data_dir,
@@ -137,7 +137,7 @@ def add_mnist(sub: argparse._SubParsersAction) -> None:
     ood = experiments.add_parser(
         "ood", help="OOD and misclassification detection, calibration: five methods on LeNet"
     )
-    _common(ood, "results/mnist-ood", QUICK, skip=())
+    _common(ood, "results/mnist-ood", OOD_QUICK, skip=())
     ood.add_argument(
         "--methods", type=_methods, default=METHODS, help=f"comma-separated (default: {','.join(METHODS)})"
     )
