@@ -66,11 +66,11 @@ def test_update_uci_docs(tmp_path):
     assert "stale table" not in page and page.endswith("## Notes\n\nby hand\n")
     # columns mfvi, sgp: the kept run stays, the new ones are added (0.65 ± 0.05: mean ± SE of 0.6, 0.7)
     # (1/2: the kept mfvi column averages one split where the fullest column has two)
-    assert "| wine-quality-red | 0.90 (1/2) | 0.65 ± 0.05 |" in page
+    assert "| wine-quality-red | 0.90 (1/2) | **0.65 ± 0.05** |" in page  # bold: the best of the full runs
     assert len(list((docs / "results" / "uci").iterdir())) == 3
     tool.update(results, docs, prune=True)  # now the page shows exactly the results folder
     page = (docs / "uci.md").read_text()
-    assert "| wine-quality-red | 0.65 ± 0.05 |" in page  # one column: sgp
+    assert "| wine-quality-red | **0.65 ± 0.05** |" in page  # one column: sgp
     assert sorted(p.name for p in (docs / "results" / "uci").iterdir()) == [
         "wine-quality-red_sgp_split00.json",
         "wine-quality-red_sgp_split01.json",
@@ -107,3 +107,15 @@ def test_result_folder_pages_link_every_file():
     top = hooks.top_page({"uci": files, "other": ["a.json"]})
     assert "- [`uci/`](uci/index.md): 4 files; the UCI benchmark" in top
     assert "- [`other/`](other/index.md): 1 file\n" in top
+
+
+def test_the_quick_settings_page_quotes_the_measured_times():
+    """tools/time_quick.py's record (docs/results/quick_times.json) holds every command, each ran
+    to the end, and docs/performance.md shows the record's own table (no hand-copied figure)."""
+    tool = load_script("tools", "time_quick")
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    record = json.loads((docs / "results" / "quick_times.json").read_text())
+    assert set(record["commands"]) == set(tool.COMMANDS)
+    assert all(run["status"] == 0 and run["threads"] == 2 for run in record["commands"].values())
+    assert record["budget_minutes"] == tool.BUDGET_MINUTES == 10.0
+    assert tool.table(record) in (docs / "performance.md").read_text()

@@ -97,7 +97,7 @@ def test_mask_granularity_masks():
 
 
 def test_every_example_has_a_test():
-    tested = {"uncertainty_analysis", "core_checks", "mask_granularity", "readme_model"}
+    tested = {"uncertainty_analysis", "core_checks", "mask_granularity", "readme_model", "kfold_elpd"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} <= tested, "add a test for each new example"
 
 
