@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -67,3 +68,8 @@ def _outcome(probe: Probe) -> tuple[str, str]:
     except Exception as e:
         return "silent wrong", f"the result could not be checked ({type(e).__name__}: {e})"
     return ("handled" if good else "silent wrong"), repr(result)[:120]
+
+
+def idx_header(shape: tuple[int, ...]) -> bytes:
+    """The header of an unsigned-byte idx file of ``shape`` (what ``datasets.read_idx`` reads)."""
+    return struct.pack(">HBB", 0, 8, len(shape)) + struct.pack(f">{len(shape)}I", *shape)

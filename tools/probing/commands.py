@@ -4,7 +4,6 @@ folders and paths); each command runs through ``cli.cli``."""
 from __future__ import annotations
 
 import gzip
-import struct
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -13,14 +12,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from .base import Probe
+from .base import Probe, idx_header
 from .cli import CURVE_TINY, MNIST_SMALL, MNIST_TINY, cli, refused
 from .folders import path_probes, results_probes
 
 
 def _idx(values: np.ndarray) -> bytes:
-    header = struct.pack(">HBB", 0, 8, values.ndim) + struct.pack(f">{values.ndim}I", *values.shape)
-    return gzip.compress(header + values.astype(np.uint8).tobytes())
+    return gzip.compress(idx_header(values.shape) + values.astype(np.uint8).tobytes())
 
 
 def write_images(root: Path, digits: list[int], train: int = 120, test: int = 60) -> Path:

@@ -4,7 +4,6 @@ evaluate's labels, the ArviZ export and image files."""
 from __future__ import annotations
 
 import gzip
-import struct
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +21,7 @@ from pyro_dropout.export import from_samples
 from pyro_dropout.nn import GRU, LSTM, MLP
 from pyro_dropout.policies import EpsilonGreedy, ThompsonSampling
 
-from .base import Probe, finite, small_data
+from .base import Probe, finite, idx_header, small_data
 
 
 def _recurrent(layer: type, x: Any, state: Any = None, **kwargs: Any) -> torch.Tensor:
@@ -194,9 +193,8 @@ def export_probes() -> list[Probe]:
 
 
 def _idx(folder: Path, name: str, shape: tuple[int, ...], body: bytes, zipped: bool = False) -> Path:
-    header = struct.pack(">HBB", 0, 8, len(shape)) + struct.pack(f">{len(shape)}I", *shape)
     path = folder / name
-    data = header + body
+    data = idx_header(shape) + body
     path.write_bytes(gzip.compress(data) if zipped else data)
     return path
 
