@@ -56,16 +56,29 @@ def run_uci(
         log(f"{bench.name} {m.name}: keeping finished splits {sorted(kept)}")
     if not todo:
         return [kept[i] for i in splits]
+    # networks train all splits together; a method fitted split by split (HMC) keeps each as it ends
+    results: dict[int, dict[str, Any]] = {}
+    for group in [[i] for i in todo] if m.fits_splits else [todo]:
+        results.update(_run_group(protocol, group, log))
+    return [kept.get(i) or results[i] for i in splits]
+
+
+def _run_group(
+    protocol: UCIProtocol, todo: list[int], log: Callable[[str], None]
+) -> dict[int, dict[str, Any]]:
+    """Run ``todo``'s splits together and write each one's result."""
     start = time.perf_counter()
+    before = 0.0 if protocol.checkpoints is None else protocol.checkpoints.resumed_seconds
     results = protocol.run_stages(todo)
     # a grid search or a training resumed from its checkpoint ran in part in an earlier process
     seconds = time.perf_counter() - start + sum({results[i].get("resumed_grid_seconds", 0.0) for i in todo})
-    resumed = 0.0 if protocol.checkpoints is None else protocol.checkpoints.resumed_seconds
+    resumed = 0.0 if protocol.checkpoints is None else protocol.checkpoints.resumed_seconds - before
     seconds += resumed
     for i in todo:
         _record(protocol, i, results[i], seconds, len(todo), resumed)
-    log(f"{bench.name} {m.name}: {len(todo)} splits in {seconds:.1f} s")
-    return [kept.get(i) or results[i] for i in splits]
+    what = f"split {todo[0]}" if len(todo) == 1 else f"{len(todo)} splits"
+    log(f"{protocol.bench.name} {protocol.method.name}: {what} in {seconds:.1f} s")
+    return results
 
 
 def _record(

@@ -147,3 +147,28 @@ def test_a_run_stopped_while_training_resumes_from_its_checkpoint(
     torch.save({"key": "else", "history": [], "format": 2}, other / kept.name)
     with pytest.raises(ValueError, match="holds the training of other runs or settings"):
         run_uci(data, tiny_method(method), [0, 1], other, s, log=lambda m: None)
+
+
+def test_a_method_fitted_split_by_split_keeps_each_split_as_it_ends(tiny, monkeypatch):
+    data, method = UCIBenchmark.load("tiny", tiny), tiny_method("sgp")
+    calls, original = [], type(method).fit_split
+
+    def fit_then_stop(self, *args, **kwargs):
+        calls.append(args)  # the second split stops as Ctrl-C would stop it
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(method), "fit_split", fit_then_stop)
+    out = tiny / "stopped"
+    with pytest.raises(KeyboardInterrupt):
+        run_uci(data, method, [0, 1], out, TINY, log=lambda m: None)
+    assert sorted(p.name for p in out.iterdir()) == ["tiny_sgp_split00.json"]
+    first = json.loads((out / "tiny_sgp_split00.json").read_text())
+    assert first["splits_run_together"] == 1 and first["seconds"] == first["protocol_seconds"] > 0
+    messages: list[str] = []
+    results = run_uci(data, method, [0, 1], out, TINY, log=messages.append)
+    assert len(calls) == 3  # only split 1 fitted again
+    assert any("keeping finished splits [0]" in m for m in messages)
+    assert any("split 1 in" in m for m in messages)
+    assert [r["split"] for r in results] == [0, 1] and results[0] == first
