@@ -112,16 +112,20 @@ def _accelerator_budget(device: torch.device) -> int:
     return budget
 
 
-def auto_chunk_size(device: torch.device | None, per_draw_bytes: int, num_samples: int) -> int:
+def auto_chunk_size(
+    device: torch.device | None, per_draw_bytes: int, num_samples: int, shared_bytes: int = 0
+) -> int:
     """Draws per chunk. On a CPU, as many as keep a chunk's widest layer within a quarter of the
     last-level cache (``PYRO_DROPOUT_CACHE_MB`` overrides the cache's size), so each layer's output
-    is still in cache when the next reads it, at most ``MAX_AUTO_CHUNK``. On a GPU, where each chunk
-    costs launches whatever its size, as many as keep it within a memory budget
-    (:func:`_accelerator_budget`): few, large chunks."""
+    is still in cache when the next reads it, at most ``MAX_AUTO_CHUNK``; where the draws share
+    part of the pass, whose widest tensor takes ``shared_bytes``, the chunk's own tensors may take
+    as much as that (the memory the pass needs anyway), so the shared part runs once for many
+    draws. On a GPU, where each chunk costs launches whatever its size, as many as keep it within
+    a memory budget (:func:`_accelerator_budget`): few, large chunks."""
     if device is not None and device.type != "cpu":
         fit = int(_accelerator_budget(device) // max(per_draw_bytes, 1))
         return max(1, min(fit, num_samples))
     told = os.environ.get("PYRO_DROPOUT_CACHE_MB")
     cache = float(told) * 2**20 if told else _last_level_cache_bytes() or 8 * 2**20
-    fit = int(cache / 4 // max(per_draw_bytes, 1))
+    fit = int(max(cache / 4, shared_bytes) // max(per_draw_bytes, 1))
     return max(1, min(fit, MAX_AUTO_CHUNK, num_samples))

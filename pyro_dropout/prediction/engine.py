@@ -51,6 +51,9 @@ def _chunk_setting(chunk_size: Any) -> int | str | None:
 MIN_TRACED_CHUNKS = 24
 
 
+MEASURE_FROM = 20  # draws from which a chunk is sized by what a draw adds (see _auto_chunk)
+
+
 def prepare(
     model: Callable,
     one_draw: Callable[[tuple, dict], dict[str, torch.Tensor]],
@@ -87,11 +90,25 @@ def prepare(
         model, draw_latents, prototype, plate_nesting(prototype), args, kwargs, frozenset(draw)
     )
     if chunk_size == "auto":
-        if measure_draws and getattr(model, "checks_its_batching", False):  # a pass partly shared by draws
-            grows = per_draw_bytes(runner)
-            widest = widest if grows is None else grows
-        return runner, auto_chunk_size(device or _device_of_inputs(runner), widest, num_samples)
+        return runner, _auto_chunk(
+            runner, device or _device_of_inputs(runner), widest, num_samples, measure_draws
+        )
     return runner, num_samples if chunk_size is None else int(chunk_size)
+
+
+def _auto_chunk(
+    runner: ChunkRunner, device: torch.device, widest: int, num_samples: int, measure: bool
+) -> int:
+    """Draws per chunk: from one draw's widest tensor, or, where that gives chunks smaller than the
+    draws and ``measure``, from what a draw adds (a pass partly shared by the draws, such as
+    LeNet's convolutions under dropout of its last layer, is then run once per chunk, not per draw)."""
+    chunk = auto_chunk_size(device, widest, num_samples)
+    checks_itself = getattr(runner.model, "checks_its_batching", False)
+    # measuring costs six draws' passes (eight for a model that checks itself): worth it for enough draws
+    if not measure or chunk >= num_samples or (num_samples < MEASURE_FROM and not checks_itself):
+        return chunk
+    grows = per_draw_bytes(runner, warm_up=checks_itself)
+    return chunk if grows is None else auto_chunk_size(device, grows, num_samples, shared_bytes=widest)
 
 
 def draw_chunks(

@@ -26,6 +26,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
         "evaluate_memory",
         "trace_memory",
         "converted_prediction",
+        "shared_pass",
     ],
 )
 def test_benchmark_runs(script):

@@ -77,3 +77,30 @@ def test_bad_chunk_sizes_are_named(bad):
     guide = DropoutGuide(model, dropout=0.1)
     with pytest.raises(ValueError, match="chunk_size must be a positive int, 'auto' or None"):
         predict(model, guide, torch.randn(5, 3), num_samples=4, chunk_size=bad)
+
+
+def test_a_pass_shared_by_the_draws_runs_once_per_chunk_of_many_draws(monkeypatch):
+    """LeNet under dropout of its last layer only: the convolutions (one draw's widest tensors) are
+    the same for every draw, so the chunk is sized by what a draw adds (its last layer's output)."""
+    import pyro_dropout.prediction.engine as engine_module
+    from pyro_dropout.nn import LeNet
+
+    monkeypatch.setenv("PYRO_DROPOUT_CACHE_MB", "1")
+    seen = []
+    original = engine_module.chunk_sizes
+    monkeypatch.setattr(engine_module, "chunk_sizes", lambda t, c: seen.append(c) or original(t, c))
+    x = torch.randn(64, 1, 28, 28)
+    for dropout_all, chunk in [(0.0, 40), (0.1, 1)]:  # conv masks: every tensor grows with the draws
+        model = LeNet(num_data=64, dropout_all=dropout_all)
+        guide = DropoutGuide(model)
+        guide(x[:2], torch.zeros(2, dtype=torch.long))
+        seen.clear()
+        pred = predict(model, guide, x, num_samples=40, return_sites=["logits"])
+        assert pred["logits"].shape == (40, 64, 10)
+        assert seen == [chunk]  # conv1's output, 64 x 20 x 24 x 24 floats, is 2.8 MB: over the 1 MB cache
+    model = LeNet(num_data=64)
+    guide = DropoutGuide(model)
+    guide(x[:2], torch.zeros(2, dtype=torch.long))
+    seen.clear()
+    predict(model, guide, x, num_samples=engine_module.MEASURE_FROM - 1, return_sites=["logits"])
+    assert seen == [1]  # too few draws to be worth measuring: one draw's widest tensor sets the chunk
