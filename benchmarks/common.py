@@ -52,15 +52,28 @@ def interleaved_best(
     """The best time per call of each runner, in seconds of ``clock``: ``blocks`` rounds in which
     each runner in turn makes ``steps`` calls (so that a slow spell of the machine hits all
     alike), after ``warmup`` rounds of one call each (tracing, the allocator)."""
+    return {k: min(v) for k, v in interleaved_times(runners, device, steps, blocks, clock, warmup).items()}
+
+
+def interleaved_times(
+    runners: dict[Any, Callable[[], Any]],
+    device: torch.device,
+    steps: int,
+    blocks: int,
+    clock: Callable[[], float] = time.perf_counter,
+    warmup: int = 0,
+) -> dict[Any, list[float]]:
+    """The time per call of each runner in each of ``blocks`` interleaved rounds (as
+    :func:`interleaved_best`, which keeps the fastest), for medians and minimums."""
     for _ in range(warmup):
         for run in runners.values():
             run()
-    best = dict.fromkeys(runners, float("inf"))
+    times: dict[Any, list[float]] = {key: [] for key in runners}
     for _ in range(blocks):
         for key, run in runners.items():
             seconds = best_time(lambda run=run: [run() for _ in range(steps)], device, 1, 0, clock)
-            best[key] = min(best[key], seconds / steps)
-    return best
+            times[key].append(seconds / steps)
+    return times
 
 
 def work_clock(device: torch.device) -> tuple[Callable[[], float], str]:

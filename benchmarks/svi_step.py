@@ -1,30 +1,35 @@
-"""One SVI step of the library against a raw PyTorch training step doing the same computation.
+"""The benchmark of record for training speed: one SVI step of each library path, and of Pyro's
+AutoNormal, against a raw PyTorch training step doing the same computation, in one process.
 
-Run: python benchmarks/svi_step.py [--device auto|cpu|cuda] [--quick]
+Run: python benchmarks/svi_step.py --threads 1 [--device auto|cpu|cuda] [--quick] [--out NAME]
 
 Networks: the UCI net (13-50-1, Gaussian likelihood, batch 32 and 128) and a wide net
 (784-1024-1024-10, categorical likelihood, batch 128). Losses: DropoutELBO with one
-particle, and BBAlpha(0.5) with K = 10 particles. For each, four timings:
+particle, and BBAlpha(0.5) with K = 10 particles. Timings:
 
-* ``svi``: ``pyro.infer.SVI`` with ``DropoutGuide`` and the loss (eager Pyro, the default);
-* ``svi_jit``: ``pyro.infer.SVI`` with the loss's traced fast path (``DropoutELBO(jit=True)``,
-  ``BBAlpha(..., jit=True)``);
+* ``svi``: ``pyro.infer.SVI`` with ``DropoutGuide`` and the loss at its defaults (what the
+  README's quick start runs);
+* ``svi_jit``: ``pyro.infer.SVI`` with the loss's traced fast path (``jit=True``);
 * ``svi_compile``: ``pyro.infer.SVI`` with the loss compiled by ``torch.compile``
-  (``jit="compile"``); its first step, which compiles, is timed apart (``compile_s``: with
-  Inductor's on-disk cache cold, the first case also pays for starting the compiler);
+  (``jit="compile"``); its first two steps, which compile, are timed apart (``*_compile_s``:
+  with Inductor's on-disk cache cold, the first case also pays for starting the compiler);
 * ``svi_joint``: the same with ``pyro_dropout.infer.JointOptim(torch.optim.Adam, ...)`` (one
   PyTorch optimizer for all parameters) instead of ``pyro.optim.Adam`` (one per parameter);
-* ``compiled``: ``pyro_dropout.infer.CompiledSVI`` (the same model, guide and loss);
-* ``raw``: a hand-written PyTorch step with the same network, masks (one per input unit
-  and particle, shared by the minibatch, inverted scaling), loss (likelihood scaled by
-  N/B plus the KL's weight terms) and optimizer (Adam, foreach), masking the layer inputs,
-  the cheapest form of the same computation.
+* ``compiled``: ``pyro_dropout.infer.CompiledSVI`` at its defaults (the loss traced);
+* ``compiled_compile``: ``CompiledSVI(..., jit_compile="compile")``;
+* ``autonormal`` (ELBO only): Pyro's ``AutoNormal`` guide and ``Trace_ELBO`` on the same MLP
+  under N(0, 1) priors, the mean-field peer inside Pyro;
+* ``raw``, the baseline: a hand-written PyTorch step with the same network, loss (likelihood
+  scaled by N/B plus the KL's weight terms) and Adam. With one particle it is ``F.dropout``
+  before each ``F.linear``, as ``nn.Dropout`` and ``nn.Linear`` run; with K particles, one mask
+  per input unit and particle shared by the minibatch and batched products. Its Adam is the
+  fastest of the for-loop, foreach and fused implementations in that case (``raw_adam``).
 
-Printed ratios are each against ``raw`` timed in the same interleaved blocks (the variants run
-in four groups, each alternating with ``raw``; the printed ``raw`` time is the fastest group's),
-so that a slow spell of the machine during one group does not skew its ratio. The benchmark
-also checks its result: with the same seed the traced loss (``JitLoss``, which ``CompiledSVI``
-and ``jit=True`` share) equals the eager loss.
+Each path runs in a group interleaved with ``raw`` (``blocks`` rounds), and its ratio is its
+median over raw's median in the same blocks (``*_vs_raw``; the ratio of the minimums too,
+``*_vs_raw_min``), so that a slow spell of the machine during one group does not skew its
+ratio. The benchmark also checks its result: with the same seed the traced loss (``JitLoss``,
+which ``CompiledSVI`` and ``jit=True`` share) equals the eager loss.
 """
 
 from __future__ import annotations
@@ -32,17 +37,20 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
+import statistics
 import sys
 import time
+from datetime import date
 from pathlib import Path
 
 import pyro
 import torch
 import torch.nn.functional as F
-from pyro.infer import SVI
+from pyro.infer import SVI, Trace_ELBO
+from pyro.infer.autoguide import AutoNormal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import interleaved_best, machine, pick_device, write
+from common import interleaved_times, machine, pick_device, write
 
 from pyro_dropout import BBAlpha, DropoutELBO, DropoutGuide
 from pyro_dropout.infer import CompiledSVI, JitLoss, JointOptim
@@ -55,7 +63,13 @@ class RawStep:
     """A hand-written dropout training step: masks on layer inputs, Gaussian or softmax loss."""
 
     def __init__(
-        self, sizes: list[int], classes: bool, particles: int, alpha: float | None, device: torch.device
+        self,
+        sizes: list[int],
+        classes: bool,
+        particles: int,
+        alpha: float | None,
+        device: torch.device,
+        adam: dict[str, bool],
     ):
         g = torch.Generator().manual_seed(0)
         self.weights = [
@@ -64,18 +78,29 @@ class RawStep:
         ]
         self.biases = [torch.zeros(b, device=device, requires_grad=True) for b in sizes[1:]]
         self.classes, self.k, self.alpha, self.device = classes, particles, alpha, device
-        params = [*self.weights, *self.biases]
-        # the fastest setting for each size (foreach pays off on large tensors only), as in CompiledSVI
-        large = sum(p.numel() for p in params) > 100_000 or device.type == "cuda"
-        self.opt = torch.optim.Adam(params, lr=LR, foreach=large)
+        self.opt = torch.optim.Adam([*self.weights, *self.biases], lr=LR, **adam)
 
-    def loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """One particle as ``nn.Dropout`` before each ``nn.Linear`` runs it; ``[1, B, out]``."""
+        h = x
+        for i, (w, b) in enumerate(zip(self.weights, self.biases, strict=True)):
+            h = F.linear(F.dropout(h, P), w, b)
+            if i < len(self.weights) - 1:
+                h = torch.relu(h)
+        return h.unsqueeze(0)
+
+    def particles(self, x: torch.Tensor) -> torch.Tensor:
+        """K particles, each one mask per input unit shared by the minibatch; ``[K, B, out]``."""
         h = x.expand(self.k, *x.shape)
         for i, (w, b) in enumerate(zip(self.weights, self.biases, strict=True)):
             keep = (torch.rand(self.k, 1, w.shape[1], device=self.device) > P).to(x.dtype) / (1 - P)
             h = torch.baddbmm(b, h * keep, w.T.expand(self.k, *w.T.shape))
             if i < len(self.weights) - 1:
                 h = torch.relu(h)
+        return h
+
+    def loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        h = self.forward(x) if self.k == 1 else self.particles(x)
         if self.classes:
             log_lik = -F.cross_entropy(h.reshape(-1, h.shape[-1]), y.repeat(self.k), reduction="none").view(
                 self.k, -1
@@ -101,7 +126,7 @@ class RawStep:
         return float(loss.detach())
 
 
-def library(kind: str, sizes: list[int], classes: bool, loss, device: torch.device, x, y):
+def library(kind: str, sizes: list[int], classes: bool, loss, device: torch.device):
     pyro.clear_param_store()
     model = MLP(
         sizes[0],
@@ -109,17 +134,19 @@ def library(kind: str, sizes: list[int], classes: bool, loss, device: torch.devi
         hidden=tuple(sizes[1:-1]),
         likelihood="categorical" if classes else "normal",
         tau=TAU,
+        **({"prior": "normal"} if kind == "autonormal" else {}),
     ).to(device)
-    guide = DropoutGuide(model, dropout=P)
-    cls = CompiledSVI if kind == "compiled" else SVI  # svi and svi_jit differ in the loss
+    guide = AutoNormal(model) if kind == "autonormal" else DropoutGuide(model, dropout=P)
     optim = JointOptim(torch.optim.Adam, {"lr": LR}) if kind == "svi_joint" else pyro.optim.Adam({"lr": LR})
-    svi = cls(model, guide, optim, loss)
-    return svi, model, guide
+    if kind.startswith("compiled"):
+        jit_compile = "compile" if kind == "compiled_compile" else True
+        return CompiledSVI(model, guide, optim, loss, jit_compile=jit_compile), model, guide
+    return SVI(model, guide, optim, loss), model, guide
 
 
 def check_compiled_matches_eager(sizes, classes, make_loss, device, x, y) -> float:
     """Same seed, same masks: the traced loss equals the eager loss."""
-    _, model, guide = library("svi", sizes, classes, make_loss(), device, x, y)
+    _, model, guide = library("svi", sizes, classes, make_loss(), device)
     traced = JitLoss(make_loss(), model, guide)
     traced((x, y), {"num_data": N_DATA})  # eager: creates the parameters, learns their names
     eager_loss = make_loss()
@@ -134,7 +161,17 @@ def check_compiled_matches_eager(sizes, classes, make_loss, device, x, y) -> flo
     return abs(compiled - eager) / abs(eager)
 
 
-def case(name, sizes, classes, batch, loss_name, device, steps) -> dict:
+# raw PyTorch's Adam settings; the fastest for each case is the baseline (the honest raw)
+RAW_ADAMS = {"for-loop": {"foreach": False}, "foreach": {"foreach": True}, "fused": {"fused": True}}
+# the library's paths and Pyro's AutoNormal, timed in groups, each interleaved with the raw step:
+# eager SVI and jit=True SVI keep their parameters in the global param store under the same names,
+# so they must not be set up side by side
+GROUPS = (("compiled", "svi"), ("svi_jit",), ("svi_compile",), ("svi_joint",), ("compiled_compile",))
+JITS: dict[str, bool | str] = {"svi_jit": True, "svi_compile": "compile", "svi_joint": "compile"}
+COMPILING = ("svi_compile", "svi_joint", "compiled_compile")  # first step timed apart
+
+
+def case(name, sizes, classes, batch, loss_name, device, steps, blocks) -> dict:
     g = torch.Generator().manual_seed(1)
     x = torch.randn(batch, sizes[0], generator=g).to(device)
     y = (
@@ -145,57 +182,78 @@ def case(name, sizes, classes, batch, loss_name, device, steps) -> dict:
     def make_loss(jit: bool | str = False):
         return DropoutELBO(jit=jit) if alpha is None else BBAlpha(alpha, num_particles=k, jit=jit)
 
-    row = {"case": name, "batch": batch, "loss": loss_name, "particles": k}
-    raw = RawStep(sizes, classes, k, alpha, device)
-    # two groups, each interleaved with raw: eager SVI and jit=True SVI keep their parameters in
-    # the global param store under the same names, so they must not be set up side by side
-    jits = {"svi_jit": True, "svi_compile": "compile", "svi_joint": "compile"}
-    for kinds in (("compiled", "svi"), ("svi_jit",), ("svi_compile",), ("svi_joint",)):
+    row: dict = {"case": name, "batch": batch, "loss": loss_name, "particles": k}
+    raws = {a: RawStep(sizes, classes, k, alpha, device, kw) for a, kw in RAW_ADAMS.items()}
+    times = interleaved_times(
+        {a: lambda r=r: r.step(x, y) for a, r in raws.items()}, device, steps, blocks, warmup=2
+    )
+    row["raw_adam"] = min(times, key=lambda a: statistics.median(times[a]))
+    row["raw_adam_ms"] = {a: 1e3 * statistics.median(t) for a, t in times.items()}
+    raw = raws[row["raw_adam"]]
+    groups = GROUPS + ((("autonormal",),) if alpha is None else ())
+    for kinds in groups:
         runners = {"raw": lambda: raw.step(x, y)}
         for kind in kinds:
-            svi, _, _ = library(kind, sizes, classes, make_loss(jit=jits.get(kind, False)), device, x, y)
+            loss = Trace_ELBO() if kind == "autonormal" else make_loss(jit=JITS.get(kind, False))
+            svi, _, _ = library(kind, sizes, classes, loss, device)
             runners[kind] = lambda svi=svi: svi.step(x, y, num_data=N_DATA)
-            if kind == "svi_compile":  # the eager first step, then the step that compiles
-                runners[kind]()
+            if kind in COMPILING:  # the first two steps: one eager (SVI) or not, one that compiles
                 start = time.perf_counter()
                 runners[kind]()
-                row["compile_s"] = time.perf_counter() - start
-        seconds = interleaved_best(runners, device, steps, blocks=5, warmup=2)
+                runners[kind]()
+                row[f"{kind}_compile_s"] = time.perf_counter() - start
+        times = interleaved_times(runners, device, steps, blocks, warmup=2)
+        base = statistics.median(times["raw"])
         for kind in kinds:  # each against the raw step timed in the same blocks
-            row[f"{kind}_ms"] = 1e3 * seconds[kind]
-            row[f"{kind}_vs_raw"] = seconds[kind] / seconds["raw"]
-        row["raw_ms"] = min(row.get("raw_ms", math.inf), 1e3 * seconds["raw"])
+            row[f"{kind}_ms"] = 1e3 * statistics.median(times[kind])
+            row[f"{kind}_min_ms"] = 1e3 * min(times[kind])
+            row[f"{kind}_vs_raw"] = statistics.median(times[kind]) / base
+            row[f"{kind}_vs_raw_min"] = min(times[kind]) / min(times["raw"])
+        row["raw_ms"] = min(row.get("raw_ms", math.inf), 1e3 * base)
     row["check_rel_error"] = check_compiled_matches_eager(sizes, classes, make_loss, device, x, y)
-    print(
-        f"  {name:>5s} batch {batch:4d} {loss_name:>7s}: raw {row['raw_ms']:7.3f} ms  compiled "
-        f"{row['compiled_ms']:7.3f} ms ({row['compiled_vs_raw']:.2f}x)  SVI {row['svi_ms']:7.3f} ms "
-        f"({row['svi_vs_raw']:.2f}x)  SVI jit=True {row['svi_jit_ms']:7.3f} ms "
-        f"({row['svi_jit_vs_raw']:.2f}x)  "
-        f"SVI jit='compile' {row['svi_compile_ms']:7.3f} ms ({row['svi_compile_vs_raw']:.2f}x, "
-        f"compiled in {row['compile_s']:.1f} s)  and with JointOptim {row['svi_joint_ms']:7.3f} ms "
-        f"({row['svi_joint_vs_raw']:.2f}x)"
-    )
+    print(f"  {name} batch {batch} {loss_name}: raw {row['raw_ms']:.3f} ms (Adam {row['raw_adam']})")
+    for kind in (k for group in groups for k in group):
+        compiled = f", first two steps {row[f'{kind}_compile_s']:.1f} s" if kind in COMPILING else ""
+        print(
+            f"    {LABELS[kind]:42s} {row[f'{kind}_ms']:8.3f} ms  {row[f'{kind}_vs_raw']:5.2f}x raw "
+            f"(median; best {row[f'{kind}_vs_raw_min']:.2f}x){compiled}"
+        )
     return row
+
+
+LABELS = {
+    "svi": "SVI, DropoutELBO() / BBAlpha(0.5)",
+    "svi_jit": "SVI, jit=True",
+    "svi_compile": 'SVI, jit="compile"',
+    "svi_joint": 'SVI, jit="compile", JointOptim',
+    "compiled": "CompiledSVI",
+    "compiled_compile": 'CompiledSVI(jit_compile="compile")',
+    "autonormal": "SVI, Pyro AutoNormal + Trace_ELBO",
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--threads", type=int, help="PyTorch's CPU threads (the record: 1)")
+    parser.add_argument("--out", help="the JSON file's name under benchmarks/results (default by device)")
     args = parser.parse_args()
     device = pick_device(args.device)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     uci, wide = [13, 50, 1], [784, 1024, 1024, 10]
-    steps_small, steps_wide = (20, 3) if args.quick else (500, 20)
-    print(f"svi_step benchmark on {device} ({torch.get_num_threads()} threads)")
+    (steps_small, steps_wide), blocks = ((20, 3), 3) if args.quick else ((300, 15), 7)
+    print(f"svi_step benchmark on {device} ({torch.get_num_threads()} threads, {blocks} interleaved blocks)")
     rows = []
     for loss_name in ("elbo", "bbalpha"):
         for batch in (32, 128):
-            rows.append(case("uci", uci, False, batch, loss_name, device, steps_small))
-        rows.append(case("wide", wide, True, 128, loss_name, device, steps_wide))
+            rows.append(case("uci", uci, False, batch, loss_name, device, steps_small, blocks))
+        rows.append(case("wide", wide, True, 128, loss_name, device, steps_wide, blocks))
     write(
-        f"svi_step_{device.type}" + ("_quick" if args.quick else ""),
-        {"machine": machine(device), "rows": rows},
+        args.out or f"svi_step_{device.type}" + ("_quick" if args.quick else ""),
+        {"machine": machine(device), "date": date.today().isoformat(), "blocks": blocks, "rows": rows},
     )
 
 
