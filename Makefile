@@ -39,7 +39,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/svi_step.py
+	$(BIN)/python benchmarks/svi_step.py --threads 1
 	$(BIN)/python benchmarks/bbalpha_step.py
 	$(BIN)/python benchmarks/predictive.py
 	$(BIN)/python benchmarks/skinny_product.py
@@ -50,6 +50,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/evaluate_memory.py
 	$(BIN)/python benchmarks/conv_particles.py
 	$(BIN)/python benchmarks/converted_prediction.py
+	$(BIN)/python benchmarks/shared_pass.py
 
 # The UCI benchmark (hours on a 2-core CPU): every METHOD on every DATASET, resumable.
 UCI_DATASETS ?= bostonHousing concrete wine-quality-red kin8nm power-plant naval-propulsion-plant protein-tertiary-structure

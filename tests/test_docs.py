@@ -122,3 +122,17 @@ def test_the_quick_settings_page_quotes_the_measured_times():
     over = {name: run["seconds"] for name, run in record["commands"].items() if run["seconds"] > 600}
     assert not over, f"--quick over its 10 minutes: {over}"
     assert tool.table(record) in (docs / "performance.md").read_text()
+
+
+def test_the_speed_claims_are_the_benchmark_of_records():
+    """README.md's speed ranges and docs/performance.md's table are made by tools/speed_record.py
+    from the stored runs of benchmarks/svi_step.py (docs/results/benchmarks/svi_step_cpu_record*.json)."""
+    tool = load_script("tools", "speed_record")
+    root = Path(__file__).resolve().parents[1]
+    runs = tool.load()
+    assert len(runs) >= 2 and all(run["machine"]["threads"] == 1 for run in runs)
+    assert tool.table(runs) in (root / "docs" / "performance.md").read_text()
+    readme = (root / "README.md").read_text()
+    missing = {name: text for name, text in tool.claims(runs).items() if text not in readme}
+    assert not missing, f"README.md does not state these ranges of the benchmark of record: {missing}"
+    assert "1.2-1.6×" not in readme  # the earlier claim, against another raw step

@@ -160,9 +160,11 @@ def _elpd_data(elpd_i: np.ndarray, p: float, draws: int, k: int) -> Any:
 def loo(idata: Any, **kwargs: Any) -> Any:
     """``az.loo(idata, pointwise=True, **kwargs)``, with one warning where more than 10% of the
     points have Pareto k above 0.7: PSIS-LOO on dropout draws is then not an elpd to use, and
-    :func:`kfold` is."""
+    :func:`kfold` is. The pointwise values are always kept (the check reads their k), whatever
+    ``pointwise`` says."""
     import arviz as az
 
+    kwargs.pop("pointwise", None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ArviZ's own warning is replaced by the one below
         result = az.loo(idata, pointwise=True, **kwargs)
@@ -170,9 +172,10 @@ def loo(idata: Any, **kwargs: Any) -> Any:
     share = float((k_hat > PSIS_K_LIMIT).mean()) if k_hat.size else 0.0
     if share > 0.1:
         warnings.warn(
-            f"PSIS-LOO: {share:.0%} of the points have Pareto k > {PSIS_K_LIMIT}: the draws of a dropout "
-            "posterior are not the exact posterior's, and this elpd can be off by nats per point. "
-            "Use pyro_dropout.export.kfold(...) for an elpd to compare models by.",
+            f"PSIS-LOO: {share:.0%} of the points have Pareto k > {PSIS_K_LIMIT}, so this elpd can be off "
+            "by nats per point (on dropout draws, which are not the exact posterior's, it usually is; on "
+            "MCMC draws, more draws may help). Use pyro_dropout.export.kfold(...) for an elpd to compare "
+            "models by.",
             stacklevel=2,
         )
     return result

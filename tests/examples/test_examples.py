@@ -97,7 +97,14 @@ def test_mask_granularity_masks():
 
 
 def test_every_example_has_a_test():
-    tested = {"uncertainty_analysis", "core_checks", "mask_granularity", "readme_model", "kfold_elpd"}
+    tested = {
+        "uncertainty_analysis",
+        "core_checks",
+        "mask_granularity",
+        "readme_model",
+        "kfold_elpd",
+        "hmc_vs_dropout",
+    }
     assert {p.stem for p in EXAMPLES.glob("*.py")} <= tested, "add a test for each new example"
 
 
@@ -123,3 +130,15 @@ def test_kfold_elpd():
     assert set(out["models"]) == {"relu 1-20-1", "linear"} and len(out["compare_ranks"]) == 2
     for row in out["models"].values():
         assert all(math.isfinite(v) for v in row.values())
+
+
+@pytest.mark.slow
+def test_hmc_vs_dropout():
+    args = ["--warmup", "5", "--samples", "5", "--k", "2", "--steps", "10", "--num-samples", "10"]
+    with pytest.warns(UserWarning, match="Pareto k"):  # five NUTS draws: PSIS cannot be trusted
+        out = _load("hmc_vs_dropout").main(args)
+    assert out["rows"] == {"train": 455, "test": 51}
+    assert set(out["compare"]) == {"hmc (PSIS-LOO)", "mc-dropout (2-fold)"}
+    assert sorted(row["rank"] for row in out["compare"].values()) == [0.0, 1.0]
+    for name in ("hmc", "mc-dropout"):
+        assert all(math.isfinite(v) for v in out[name].values())

@@ -86,6 +86,8 @@ def test_loo_warns_once_and_names_kfold_where_many_pareto_k_are_high(monkeypatch
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert loo(object())["elpd_loo"] == -1.0
+        assert loo(object(), pointwise=True)["elpd_loo"] == -1.0  # as az.loo takes it: not twice
+        assert loo(object(), pointwise=False)["pareto_k"] is k_hat  # the check needs the pointwise k
 
 
 def _trained(model, x, y):
