@@ -85,6 +85,25 @@ def dropout(x, y, x_test, y_test, args) -> tuple[Any, dict[str, float]]:
     return result, {"test_ll": float(test), "kfold_seconds": seconds}
 
 
+def _run(args: argparse.Namespace) -> dict[str, Any]:
+    x, y, x_test, y_test = standardised(args.split, args.data_dir)
+    hmc_elpd, hmc_summary = hmc(x, y, x_test, y_test, args)
+    dropout_elpd, dropout_summary = dropout(x, y, x_test, y_test, args)
+    n = len(x)
+    table = az.compare({"hmc (PSIS-LOO)": hmc_elpd, f"mc-dropout ({args.k}-fold)": dropout_elpd})
+    return {
+        "rows": {"train": n, "test": len(x_test)},
+        "hmc": {"elpd_per_point": float(hmc_elpd.elpd_loo) / n, **hmc_summary},
+        "mc-dropout": {"elpd_per_point": float(dropout_elpd.elpd_loo) / n, **dropout_summary},
+        "compare": {
+            name: {
+                c: float(table.loc[name, c]) for c in ("rank", "elpd_loo", "p_loo", "elpd_diff", "se", "dse")
+            }
+            for name in table.index
+        },
+    }
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -97,23 +116,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--num-samples", type=int, default=500, help="MC-dropout draws per prediction (500)")
     parser.add_argument("--data-dir", help="the folder holding uci/bostonHousing (default: the library's)")
     parser.add_argument("--progress", action="store_true", help="NUTS's progress bar")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="PyTorch's CPU threads (1: NUTS's tiny steps gain nothing from more)",
+    )
     args = parser.parse_args(argv)
-    x, y, x_test, y_test = standardised(args.split, args.data_dir)
-    hmc_elpd, hmc_summary = hmc(x, y, x_test, y_test, args)
-    dropout_elpd, dropout_summary = dropout(x, y, x_test, y_test, args)
-    n = len(x)
-    table = az.compare({"hmc (PSIS-LOO)": hmc_elpd, f"mc-dropout ({args.k}-fold)": dropout_elpd})
-    out = {
-        "rows": {"train": n, "test": len(x_test)},
-        "hmc": {"elpd_per_point": float(hmc_elpd.elpd_loo) / n, **hmc_summary},
-        "mc-dropout": {"elpd_per_point": float(dropout_elpd.elpd_loo) / n, **dropout_summary},
-        "compare": {
-            name: {
-                c: float(table.loc[name, c]) for c in ("rank", "elpd_loo", "p_loo", "elpd_diff", "se", "dse")
-            }
-            for name in table.index
-        },
-    }
+    threads = torch.get_num_threads()
+    torch.set_num_threads(args.threads)
+    try:
+        out = _run(args)
+    finally:
+        torch.set_num_threads(threads)
     print(json.dumps(out, indent=1))
     return out
 
