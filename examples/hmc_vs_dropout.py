@@ -9,7 +9,7 @@ PSIS-LOO is not valid on dropout draws (docs/analysis.md). Both are elpd per tra
 ``az.compare`` ranks like with like. The test rows' log-likelihood per point is printed beside
 them, as the number both estimate. Prints one JSON object.
 
-    python examples/hmc_vs_dropout.py                 # the settings of docs/analysis.md (~15 min)
+    python examples/hmc_vs_dropout.py                 # the settings of docs/analysis.md (~12 min)
     python examples/hmc_vs_dropout.py --warmup 20 --samples 20 --k 3 --steps 100   # quicker
 """
 
