@@ -3,6 +3,7 @@
 from .arviz import from_predictions, from_samples, mcmc_to_arviz, to_arviz
 from .kfold import PSIS_K_LIMIT, fold_of, kfold, loo
 from .plots import plot_regression, plot_reliability, plot_score_histograms, plot_softmax_scatter, pyplot
+from .reloo import reloo, sampling_wrapper
 
 __all__ = [
     "PSIS_K_LIMIT",
@@ -17,5 +18,7 @@ __all__ = [
     "plot_score_histograms",
     "plot_softmax_scatter",
     "pyplot",
+    "reloo",
+    "sampling_wrapper",
     "to_arviz",
 ]

@@ -18,7 +18,6 @@ Usage:
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -26,13 +25,12 @@ from typing import Any
 import numpy as np
 import pyro
 import torch
-from pyro.optim import PyroOptim
 from pyro.util import get_rng_state, set_rng_state
 
 from ..guides import DropoutGuide
-from ..infer import CompiledSVI, DropoutELBO
-from ..prediction.predictive import predict
 from ._arviz_compat import arviz_major
+from .kfold_runs import fit_and_score, runs_model, split_scores
+from .refit import Refit
 
 __all__ = ["PSIS_K_LIMIT", "fold_of", "kfold", "loo"]
 
@@ -50,32 +48,14 @@ def fold_of(n: int, k: int, seed: int = 0) -> torch.Tensor:
     return folds
 
 
-def _fit(model: Any, guide: Any, x: torch.Tensor, y: torch.Tensor, steps: int, loss: Any, lr: float) -> None:
-    optim = PyroOptim(torch.optim.Adam, {"lr": lr})  # pyro.optim.Adam, spelt out for the type checker
-    svi = CompiledSVI(model, guide, optim, loss if loss is not None else DropoutELBO())
-    for _ in range(steps):
-        svi.step(x, y)
-
-
-def _log_predictive(
-    model: Any, guide: Any, x: torch.Tensor, y: torch.Tensor, draws: int, site: str | None
-) -> torch.Tensor:
-    """``[n]``: :math:`\\log \\frac1T \\sum_t p(y_n \\mid x_n, \\omega_t)` at the likelihood site."""
-    pred = predict(model, guide, x, y, num_samples=draws)
-    names = list(pred.log_likelihood)
-    name = site if site is not None else (names[0] if len(names) == 1 else None)
-    if name is None or name not in pred.log_likelihood:
-        raise ValueError(f"kfold: choose the likelihood site with site= (the model observes {names})")
-    ll = pred.log_likelihood[name].reshape(draws, len(x), -1).sum(-1)  # a point's outputs together
-    return (ll.logsumexp(0) - math.log(draws)).double()
-
-
-def _check(x: Any, y: Any, steps: int, num_samples: int) -> None:
+def _check(x: Any, y: Any, steps: int, num_samples: int, vectorize: Any) -> None:
     if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor) or len(x) != len(y):
         raise ValueError("kfold: x and y must be tensors with one row per point (the same length)")
     for name, value in (("steps", steps), ("num_samples", num_samples)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"kfold: {name} must be a positive int, got {value!r}")
+    if not (vectorize is True or vectorize is False or vectorize == "auto"):
+        raise ValueError(f"kfold: vectorize must be 'auto', True or False, got {vectorize!r}")
 
 
 def kfold(
@@ -92,42 +72,80 @@ def kfold(
     num_samples: int = 500,
     site: str | None = None,
     seed: int = 0,
+    vectorize: bool | str = "auto",
 ) -> Any:
     r"""K-fold cross-validated elpd of the model that ``model_factory()`` builds, trained on
     ``(x, y)`` less each fold and scored on that fold with ``num_samples`` MC-dropout draws.
 
-    Each fold gets a fresh model, ``guide(model)`` (default :class:`DropoutGuide` at its
-    defaults) and parameter store (the caller's store and random state are left as they were),
-    trained by ``fit(model, guide, x, y)`` or, by default, ``steps`` full-batch steps of
-    :class:`CompiledSVI` with ``loss`` (default :class:`DropoutELBO`) and Adam at ``lr``. The folds run one
-    after another: the cost is K fits and K predictions.
+    Each fold's model is fitted by ``fit(model, guide, x, y)`` or, by default, ``steps``
+    full-batch steps of :class:`CompiledSVI` with ``loss`` (default :class:`DropoutELBO`) and
+    Adam at ``lr``, under ``guide(model)``; the caller's store and random state are kept.
+
+    **Folds trained together.** Where ``model_factory()`` builds a :class:`~pyro_dropout.nn.MLP`
+    as ``MLP(...)`` left it, ``guide`` makes a :class:`DropoutGuide` and ``fit`` is not given,
+    the K folds train as one ``MLP.with_runs(K)``: every run sees all rows with its own fold's
+    likelihood masked out, which is the same loss as its fold's fit (:mod:`.kfold_runs`), in one
+    vectorised pass. Otherwise the folds run one after another: K fits and K predictions.
+    ``vectorize=True`` requires the first (an error says why it cannot), ``False`` the second.
 
     :returns: an ArviZ ``ELPDData`` in ``az.loo``'s layout (``elpd_loo``, ``se``, ``p_loo``,
         pointwise ``loo_i``; ``method="kfold"``, ``k``), so that ``az.compare`` ranks it beside
         others of its kind. ``p_loo`` is the in-sample lppd (each point scored by the K - 1 fits
-        that trained on it) less the elpd. ArviZ >= 1 has another ``ELPDData``: there, use
-        ``result["loo_i"]``.
+        that trained on it) less the elpd. On ArviZ >= 1 (another ``ELPDData``) it raises.
     """
-    _check(x, y, steps, num_samples)
+    _check(x, y, steps, num_samples, vectorize)
     folds = fold_of(len(x), k, seed)
-    held = torch.empty(len(x), dtype=torch.float64)
-    inside = torch.zeros(len(x), dtype=torch.float64)
-    rng, store = get_rng_state(), pyro.get_param_store()
+    rng = get_rng_state()
     try:
-        for fold in range(k):
-            out = folds == fold
-            with store.scope():
-                pyro.set_rng_seed(seed + fold)
-                model = model_factory()
-                made = guide(model)
-                (fit or (lambda m, g, a, b: _fit(m, g, a, b, steps, loss, lr)))(model, made, x[~out], y[~out])
-                with torch.no_grad():
-                    scores = _log_predictive(model, made, x, y, num_samples, site)
-            held[out] = scores[out]
-            inside[~out] += scores[~out] / (k - 1)
+        plan = Refit(guide, fit, steps, loss, lr, num_samples, site, seed)
+        together = _together(model_factory, x, y, folds, plan) if vectorize is not False else "not asked for"
+        if isinstance(together, str) and vectorize is True:
+            raise ValueError(f"kfold(vectorize=True): the folds cannot be trained together: {together}")
+        if isinstance(together, str) or vectorize is False:
+            held, inside = _one_by_one(model_factory, x, y, folds, plan)
+        else:
+            held, inside = split_scores(together, folds)
     finally:
         set_rng_state(rng)
     return _elpd_data(held.numpy(), float((inside - held).sum()), num_samples, k)
+
+
+def _together(
+    factory: Callable[[], Any], x: torch.Tensor, y: torch.Tensor, folds: torch.Tensor, plan: Refit
+) -> torch.Tensor | str:
+    """The folds' ``[K, N]`` scores from one model holding K runs, or why that cannot be."""
+    if plan.fit is not None:
+        return "a fit= of one's own trains one model at a time"
+    k = int(folds.max()) + 1
+    with pyro.get_param_store().scope():
+        pyro.set_rng_seed(plan.seed)
+        net = runs_model(factory(), k)
+        if isinstance(net, str):
+            return net
+        score = lambda m, g, xs, ys: plan.score(m, g, xs, ys, (k, len(x)))  # noqa: E731
+        return fit_and_score(net, plan.guide, x, y, folds, plan.train, score)
+
+
+def _one_by_one(
+    factory: Callable[[], Any], x: torch.Tensor, y: torch.Tensor, folds: torch.Tensor, plan: Refit
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's held-out score and its mean score under the fits that trained on it, one fold
+    after another."""
+    k = int(folds.max()) + 1
+    held = torch.empty(len(x), dtype=torch.float64)
+    inside = torch.zeros(len(x), dtype=torch.float64)
+    for fold in range(k):
+        out = folds == fold
+        with pyro.get_param_store().scope():
+            pyro.set_rng_seed(plan.seed + fold)
+            model = factory()
+            made = plan.guide(model)
+            plan.train(model, made, x[~out], y[~out])
+            with torch.no_grad():
+                scores = plan.score(model, made, x, y, (len(x),))
+        held[out] = scores[out]
+        inside[~out] += scores[~out] / (k - 1)
+    return held, inside
 
 
 def _elpd_data(elpd_i: np.ndarray, p: float, draws: int, k: int) -> Any:

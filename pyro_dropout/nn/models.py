@@ -58,7 +58,9 @@ def _per_layer(
     return out
 
 
-def _check_sizes(in_features: int, out_features: int, hidden: Sequence[int]) -> None:
+def _check_sizes(in_features: int, out_features: int, hidden: Sequence[int], runs: int | None) -> None:
+    if runs is not None and (isinstance(runs, bool) or not isinstance(runs, int) or runs < 1):
+        raise ValueError(f"MLP: runs must be a positive int, got {runs!r}")
     for name, value in (("in_features", in_features), ("out_features", out_features)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"MLP: {name} must be a positive int, got {value!r}")
@@ -128,16 +130,16 @@ class MLP(PyroModule):
         prior: str = "quantised",
         runs: int | None = None,
     ) -> None:
+        options = {k: v for k, v in locals().items() if k not in ("self", "runs", "__class__")}
         super().__init__()
-        _check_sizes(in_features, out_features, hidden)
+        _check_sizes(in_features, out_features, hidden, runs)
         if likelihood not in ("normal", "heteroscedastic", "categorical"):
             raise ValueError(f"MLP: unknown likelihood {likelihood!r}")
         if activation not in _ACTIVATIONS:
             raise ValueError(f"MLP: unknown activation {activation!r}; choose from {sorted(_ACTIVATIONS)}")
         if likelihood == "categorical" and out_features < 2:
             raise ValueError("MLP: a categorical likelihood needs out_features >= 2 classes")
-        if runs is not None and not (isinstance(runs, int) and runs >= 1):
-            raise ValueError(f"MLP: runs must be a positive int, got {runs!r}")
+        self._options = options  # what with_runs rebuilds from
         self.likelihood = likelihood
         self.out_features = out_features
         self.activation = activation
@@ -163,6 +165,18 @@ class MLP(PyroModule):
                 self.tau = sample_site(type(self)._tau_prior)
             else:
                 self._set_fixed_tau(tau)
+
+    def with_runs(self, runs: int | None) -> MLP:
+        """A new, untrained MLP of this one's sizes, likelihood, noise, activation and priors that
+        holds ``runs`` independent networks (``x`` ``[runs, N, in]``); e.g. the folds of
+        :func:`~pyro_dropout.export.kfold` trained in one pass. Only a single network
+        (``runs=None``) can be replicated: a per-run tensor option has no meaning for another
+        number of runs."""
+        if self.runs is not None:
+            raise ValueError(
+                f"MLP.with_runs: this MLP already holds runs={self.runs}; build one with runs=None"
+            )
+        return MLP(**self._options, runs=runs)
 
     def _set_fixed_tau(self, tau: Any) -> None:
         if isinstance(tau, torch.Tensor):

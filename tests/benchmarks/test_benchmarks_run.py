@@ -27,6 +27,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
         "trace_memory",
         "converted_prediction",
         "shared_pass",
+        "kfold_cost",
     ],
 )
 def test_benchmark_runs(script):

@@ -125,11 +125,16 @@ def test_readme_model():
         assert figures["in_range_rmse"] > 0 and figures["sd_outside_over_inside"] > 0
 
 
-def test_kfold_elpd():
-    out = _load("kfold_elpd").main(["--steps", "20", "--k", "2", "--num-samples", "10"])
+@pytest.mark.parametrize(
+    "extra", [["--no-reloo", "--loop"], pytest.param(["--points", "12"], marks=pytest.mark.slow)]
+)
+def test_kfold_elpd(extra):
+    out = _load("kfold_elpd").main(["--steps", "20", "--k", "2", "--num-samples", "10", *extra])
     assert set(out["models"]) == {"relu 1-20-1", "linear"} and len(out["compare_ranks"]) == 2
     for row in out["models"].values():
         assert all(math.isfinite(v) for v in row.values())
+        assert ("reloo_per_point" in row) == ("--no-reloo" not in extra)
+        assert ("kfold_one_by_one_per_point" in row) == ("--loop" in extra)
 
 
 @pytest.mark.slow

@@ -1,0 +1,78 @@
+"""Refitting a model on part of the data and scoring it on the rest: what K-fold
+cross-validation (:func:`~pyro_dropout.export.kfold`) and exact leave-one-out for ArviZ's
+``az.reloo`` (:class:`~pyro_dropout.export.DropoutRefit`) share."""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from pyro.optim import PyroOptim
+
+from ..infer import CompiledSVI, DropoutELBO
+from ..prediction.predictive import predict
+
+__all__ = ["Refit", "draws_log_likelihood", "fit_svi"]
+
+
+def fit_svi(model: Any, guide: Any, args: tuple, steps: int, loss: Any, lr: float) -> None:
+    optim = PyroOptim(torch.optim.Adam, {"lr": lr})  # pyro.optim.Adam, spelt out for the type checker
+    # a copy for each fit: a loss keeps what it learnt of a model (its plate depth, its checks)
+    svi = CompiledSVI(model, guide, optim, copy.deepcopy(loss) if loss is not None else DropoutELBO())
+    for _ in range(steps):
+        svi.step(*args)
+
+
+def draws_log_likelihood(
+    model: Any,
+    guide: Any,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    draws: int,
+    site: str | None,
+    rows: tuple[int, ...],
+) -> torch.Tensor:
+    r"""``[T, *rows]`` (``rows`` ``[N]``, or ``[K, N]`` for runs): :math:`\log p(y_n \mid x_n,
+    \omega_t)` at the likelihood site, a point's outputs summed."""
+    pred = predict(model, guide, x, y, num_samples=draws)
+    names = list(pred.log_likelihood)
+    name = site if site is not None else (names[0] if len(names) == 1 else None)
+    if name is None or name not in pred.log_likelihood:
+        raise ValueError(f"choose the likelihood site with site= (the model observes {names})")
+    return pred.log_likelihood[name].reshape(draws, *rows, -1).sum(-1)
+
+
+@dataclass(frozen=True)
+class Refit:
+    """How a model is refitted on part of the data and scored on the rest (the arguments of
+    :func:`~pyro_dropout.export.kfold` and :class:`~pyro_dropout.export.DropoutRefit`).
+
+    ``train(model, guide, *args)`` runs ``fit(model, guide, *args)`` or, without ``fit``,
+    ``steps`` full-batch steps of :class:`CompiledSVI` with a copy of ``loss`` (default
+    :class:`DropoutELBO`) and Adam at ``lr``; ``score`` is each point's log predictive density
+    under ``draws`` MC-dropout draws."""
+
+    guide: Callable[[Any], Any]
+    fit: Callable[[Any, Any, torch.Tensor, torch.Tensor], None] | None
+    steps: int
+    loss: Any
+    lr: float
+    draws: int
+    site: str | None
+    seed: int
+
+    def train(self, model: Any, guide: Any, *args: torch.Tensor) -> None:
+        if self.fit is not None:
+            self.fit(model, guide, *args)
+        else:
+            fit_svi(model, guide, args, self.steps, self.loss, self.lr)
+
+    def score(
+        self, model: Any, guide: Any, x: torch.Tensor, y: torch.Tensor, rows: tuple[int, ...]
+    ) -> torch.Tensor:
+        ll = draws_log_likelihood(model, guide, x, y, self.draws, self.site, rows)
+        return (ll.logsumexp(0) - math.log(self.draws)).double()
