@@ -11,13 +11,21 @@ them, as the number both estimate. Prints one JSON object.
 
     python examples/hmc_vs_dropout.py                 # the settings of docs/analysis.md (~12 min)
     python examples/hmc_vs_dropout.py --warmup 20 --samples 20 --k 3 --steps 100   # quicker
+    python examples/hmc_vs_dropout.py --hmc-kfold runs/hmc_folds   # HMC by K-fold too (K NUTS runs)
+
+With ``--hmc-kfold FOLDER`` HMC is also scored by K-fold, as the dropout model is: one NUTS run
+per fold on the other folds' rows, each fold's result written to FOLDER as it ends (a rerun keeps
+the folds there, if made with the same settings, and runs the rest); about 100 minutes on one core
+at the default settings.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 import arviz as az
@@ -28,7 +36,7 @@ from pyro.infer import MCMC, NUTS
 
 from pyro_dropout import DropoutELBO, DropoutGuide, evaluate
 from pyro_dropout.datasets import load_uci
-from pyro_dropout.export import kfold, loo, mcmc_to_arviz
+from pyro_dropout.export import fold_of, kfold, kfold_result, loo, mcmc_to_arviz
 from pyro_dropout.infer import CompiledSVI
 from pyro_dropout.nn import MLP
 
@@ -44,21 +52,31 @@ def standardised(split: int, data_dir: str | None) -> tuple[torch.Tensor, ...]:
     return (x_train - mx) / sx, (y_train - my) / sy, (x_test - mx) / sx, (y_test - my) / sy
 
 
-def point_ll(idata: Any) -> float:
-    """The log of the posterior's mean likelihood per point, averaged over the points."""
+def pointwise_ll(idata: Any) -> np.ndarray:
+    """``[N]``: the log of the posterior's mean likelihood of each point."""
     ll = idata.log_likelihood["obs"].values  # [chain, draw, point]
     flat = ll.reshape(-1, ll.shape[-1])
-    return float((np.logaddexp.reduce(flat, axis=0) - np.log(len(flat))).mean())
+    return np.logaddexp.reduce(flat, axis=0) - np.log(len(flat))
 
 
-def hmc(x, y, x_test, y_test, args) -> tuple[Any, dict[str, float]]:
+def point_ll(idata: Any) -> float:
+    """The log of the posterior's mean likelihood per point, averaged over the points."""
+    return float(pointwise_ll(idata).mean())
+
+
+def nuts(x: torch.Tensor, y: torch.Tensor, args: argparse.Namespace, seed: int = 0) -> tuple[MLP, MCMC]:
     pyro.clear_param_store()
-    pyro.set_rng_seed(0)
+    pyro.set_rng_seed(seed)
     model = MLP(13, hidden=(50,), tau="learned", tau_prior=(0.1, 0.01), prior="normal")
     kernel = NUTS(model, jit_compile=True, ignore_jit_warnings=True, max_tree_depth=8)
     mcmc = MCMC(kernel, num_samples=args.samples, warmup_steps=args.warmup, disable_progbar=not args.progress)
-    start = time.perf_counter()
     mcmc.run(x, y)
+    return model, mcmc
+
+
+def hmc(x, y, x_test, y_test, args) -> tuple[Any, dict[str, float]]:
+    start = time.perf_counter()
+    model, mcmc = nuts(x, y, args)
     seconds = time.perf_counter() - start
     result = loo(mcmc_to_arviz(model, mcmc, x, y))
     test = point_ll(mcmc_to_arviz(model, mcmc, x_test, y_test))
@@ -85,13 +103,66 @@ def dropout(x, y, x_test, y_test, args) -> tuple[Any, dict[str, float]]:
     return result, {"test_ll": float(test), "kfold_seconds": seconds}
 
 
+def kept_fold(fold: int, args: argparse.Namespace) -> tuple[Path, dict, dict | None]:
+    """Fold ``fold``'s file, its settings, and its result if a run with these settings kept one
+    (an error if the file was made with others)."""
+    path = Path(args.hmc_kfold) / f"fold{fold:02d}.json"
+    settings = {"split": args.split, "k": args.k, "warmup": args.warmup, "samples": args.samples}
+    if not path.is_file() or path.is_symlink():
+        return path, settings, None
+    kept = json.loads(path.read_text())
+    if kept["settings"] != settings:
+        raise ValueError(f"{path} was made with {kept['settings']}, not {settings}: use another folder")
+    return path, settings, kept
+
+
+def hmc_fold(
+    x: torch.Tensor, y: torch.Tensor, folds: torch.Tensor, fold: int, args: argparse.Namespace
+) -> dict:
+    """Fold ``fold``'s NUTS run on the other folds' rows: every row's log predictive density."""
+    path, settings, kept = kept_fold(fold, args)
+    if kept is not None:
+        return kept
+    start = time.perf_counter()
+    model, mcmc = nuts(x[folds != fold], y[folds != fold], args, seed=fold)
+    scores = pointwise_ll(mcmc_to_arviz(model, mcmc, x, y))
+    out = {"settings": settings, "scores": scores.tolist(), "seconds": time.perf_counter() - start}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(out))
+    os.replace(partial, path)  # atomic: a stopped run leaves no half-written fold
+    return out
+
+
+def hmc_kfold(x: torch.Tensor, y: torch.Tensor, args: argparse.Namespace) -> tuple[Any, dict[str, float]]:
+    """HMC scored as the dropout model is: K NUTS runs, each on the other folds' rows."""
+    folds = fold_of(len(x), args.k)  # the folds kfold deals at its default seed
+    runs = [hmc_fold(x, y, folds, fold, args) for fold in range(args.k)]
+    scores = torch.tensor([run["scores"] for run in runs], dtype=torch.float64)  # [K, N]
+    held = scores.gather(0, folds.unsqueeze(0)).squeeze(0)
+    inside = (scores.sum(0) - held) / (args.k - 1)
+    result = kfold_result(held.numpy(), float((inside - held).sum()), args.samples, args.k)
+    return result, {"seconds": float(sum(run["seconds"] for run in runs))}
+
+
 def _run(args: argparse.Namespace) -> dict[str, Any]:
+    for fold in range(args.k if args.hmc_kfold else 0):
+        kept_fold(fold, args)  # a folder of other settings is refused before any run
     x, y, x_test, y_test = standardised(args.split, args.data_dir)
     hmc_elpd, hmc_summary = hmc(x, y, x_test, y_test, args)
     dropout_elpd, dropout_summary = dropout(x, y, x_test, y_test, args)
     n = len(x)
-    table = az.compare({"hmc (PSIS-LOO)": hmc_elpd, f"mc-dropout ({args.k}-fold)": dropout_elpd})
+    results = {"hmc (PSIS-LOO)": hmc_elpd, f"mc-dropout ({args.k}-fold)": dropout_elpd}
+    extra = {}
+    if args.hmc_kfold:
+        results[f"hmc ({args.k}-fold)"], summary = hmc_kfold(x, y, args)
+        extra["hmc_kfold"] = {
+            "elpd_per_point": float(results[f"hmc ({args.k}-fold)"].elpd_loo) / n,
+            **summary,
+        }
+    table = az.compare(results)
     return {
+        **extra,
         "rows": {"train": n, "test": len(x_test)},
         "hmc": {"elpd_per_point": float(hmc_elpd.elpd_loo) / n, **hmc_summary},
         "mc-dropout": {"elpd_per_point": float(dropout_elpd.elpd_loo) / n, **dropout_summary},
@@ -116,6 +187,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--num-samples", type=int, default=500, help="MC-dropout draws per prediction (500)")
     parser.add_argument("--data-dir", help="the folder holding uci/bostonHousing (default: the library's)")
     parser.add_argument("--progress", action="store_true", help="NUTS's progress bar")
+    parser.add_argument(
+        "--hmc-kfold", metavar="FOLDER", help="score HMC by K-fold too, each fold kept in FOLDER"
+    )
     parser.add_argument(
         "--threads",
         type=int,

@@ -1,7 +1,7 @@
 """Export and plots: ArviZ conversion and matplotlib figures of the predictive."""
 
 from .arviz import from_predictions, from_samples, mcmc_to_arviz, to_arviz
-from .kfold import PSIS_K_LIMIT, fold_of, kfold, loo
+from .kfold import PSIS_K_LIMIT, fold_of, kfold, kfold_result, loo
 from .plots import plot_regression, plot_reliability, plot_score_histograms, plot_softmax_scatter, pyplot
 from .reloo import reloo, sampling_wrapper
 
@@ -11,6 +11,7 @@ __all__ = [
     "from_predictions",
     "from_samples",
     "kfold",
+    "kfold_result",
     "loo",
     "mcmc_to_arviz",
     "plot_regression",

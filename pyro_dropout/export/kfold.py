@@ -32,7 +32,7 @@ from ._arviz_compat import arviz_major
 from .kfold_runs import fit_and_score, runs_model, split_scores
 from .refit import Refit
 
-__all__ = ["PSIS_K_LIMIT", "fold_of", "kfold", "loo"]
+__all__ = ["PSIS_K_LIMIT", "fold_of", "kfold", "kfold_result", "loo"]
 
 PSIS_K_LIMIT = 0.7  # Pareto k above which PSIS-LOO's estimate of a point is unreliable
 
@@ -107,7 +107,7 @@ def kfold(
             held, inside = split_scores(together, folds)
     finally:
         set_rng_state(rng)
-    return _elpd_data(held.numpy(), float((inside - held).sum()), num_samples, k)
+    return kfold_result(held.numpy(), float((inside - held).sum()), num_samples, k)
 
 
 def _together(
@@ -148,7 +148,10 @@ def _one_by_one(
     return held, inside
 
 
-def _elpd_data(elpd_i: np.ndarray, p: float, draws: int, k: int) -> Any:
+def kfold_result(elpd_i: np.ndarray, p: float, draws: int, k: int) -> Any:
+    """The ``ELPDData`` that :func:`kfold` returns, from each point's held-out log predictive
+    density ``elpd_i`` (``[N]``), the effective number of parameters ``p`` (in-sample lppd less
+    the elpd), the draws per prediction and K: for K-fold with fits of another kind (MCMC, say)."""
     if arviz_major() >= 1:
         raise NotImplementedError(
             "kfold builds arviz 0.x's ELPDData; on arviz >= 1 compare the pointwise values yourself"

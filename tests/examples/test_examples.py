@@ -138,12 +138,21 @@ def test_kfold_elpd(extra):
 
 
 @pytest.mark.slow
-def test_hmc_vs_dropout():
+def test_hmc_vs_dropout(tmp_path):
     args = ["--warmup", "5", "--samples", "5", "--k", "2", "--steps", "10", "--num-samples", "10"]
+    folds = ["--hmc-kfold", str(tmp_path / "folds")]
     with pytest.warns(UserWarning, match="Pareto k"):  # five NUTS draws: PSIS cannot be trusted
-        out = _load("hmc_vs_dropout").main(args)
+        out = _load("hmc_vs_dropout").main(args + folds)
     assert out["rows"] == {"train": 455, "test": 51}
-    assert set(out["compare"]) == {"hmc (PSIS-LOO)", "mc-dropout (2-fold)"}
-    assert sorted(row["rank"] for row in out["compare"].values()) == [0.0, 1.0]
-    for name in ("hmc", "mc-dropout"):
+    assert set(out["compare"]) == {"hmc (PSIS-LOO)", "mc-dropout (2-fold)", "hmc (2-fold)"}
+    assert sorted(row["rank"] for row in out["compare"].values()) == [0.0, 1.0, 2.0]
+    for name in ("hmc", "mc-dropout", "hmc_kfold"):
         assert all(math.isfinite(v) for v in out[name].values())
+    kept = sorted(p.name for p in (tmp_path / "folds").iterdir())
+    assert kept == ["fold00.json", "fold01.json"]
+    first = (tmp_path / "folds" / "fold00.json").read_text()
+    with pytest.warns(UserWarning, match="Pareto k"):
+        again = _load("hmc_vs_dropout").main(args + folds)  # the folds are kept, not rerun
+    assert again["hmc_kfold"] == out["hmc_kfold"] and (tmp_path / "folds" / "fold00.json").read_text() == first
+    with pytest.raises(ValueError, match="was made with"):
+        _load("hmc_vs_dropout").main(["--warmup", "6", *args[2:], *folds])
