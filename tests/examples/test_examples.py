@@ -150,9 +150,10 @@ def test_hmc_vs_dropout(tmp_path):
         assert all(math.isfinite(v) for v in out[name].values())
     kept = sorted(p.name for p in (tmp_path / "folds").iterdir())
     assert kept == ["fold00.json", "fold01.json"]
-    first = (tmp_path / "folds" / "fold00.json").read_text()
+    fold0 = tmp_path / "folds" / "fold00.json"
+    first = fold0.read_text()
     with pytest.warns(UserWarning, match="Pareto k"):
         again = _load("hmc_vs_dropout").main(args + folds)  # the folds are kept, not rerun
-    assert again["hmc_kfold"] == out["hmc_kfold"] and (tmp_path / "folds" / "fold00.json").read_text() == first
+    assert again["hmc_kfold"] == out["hmc_kfold"] and fold0.read_text() == first
     with pytest.raises(ValueError, match="was made with"):
         _load("hmc_vs_dropout").main(["--warmup", "6", *args[2:], *folds])
