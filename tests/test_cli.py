@@ -51,6 +51,10 @@ def test_table_and_cli(tiny, capsys):
         main(["uci", *common, "--method", "mfvi", "--final", "grid-network", "--epochs-multiplier", "1"]) == 0
     )
     assert (tiny / "pd" / "tiny_mfvi-grid-network_split00.json").is_file()
+    own = ["--method", "mfvi", "--tau-values", "2,300", "--epochs-multiplier", "1"]
+    assert main(["uci", *common, *own]) == 0  # a precision grid of one's own: a label of its own
+    stored = json.loads((tiny / "pd" / "tiny_mfvi-own-tau-grid_split00.json").read_text())
+    assert stored["settings"]["tau_values"] == [2.0, 300.0] and stored["tau"] in (2.0, 300.0)
     em = [
         "--method",
         "concrete",

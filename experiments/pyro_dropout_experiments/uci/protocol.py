@@ -37,7 +37,7 @@ __all__ = ["UCIProtocol", "fit_and_validate", "grid_setup", "split_chunks"]
 def grid_setup(bench: UCIBenchmark, s: Settings) -> GridSetup:
     return GridSetup(
         bench.dropout_rates,
-        bench.tau_values,
+        list(s.tau_values) or bench.tau_values,
         bench.n_epochs * s.epochs_multiplier,
         (bench.n_hidden,) * s.hidden_layers,
     )
@@ -89,7 +89,13 @@ class UCIProtocol(Protocol):
         self.bench, self.s = bench, settings
         self.store = None if out is None else ResultStore(out)
         self.checkpoints = None if out is None else Checkpoints(out)
-        self.name = label(method.name, settings.per_example_masks, settings.hidden_layers, settings.retrain)
+        self.name = label(
+            method.name,
+            settings.per_example_masks,
+            settings.hidden_layers,
+            settings.retrain,
+            bool(settings.tau_values),
+        )
         self.grid = method.grid(grid_setup(bench, settings))
         self.earlier: dict[int, float] = {}  # grid seconds of the splits whose grid was kept
 

@@ -25,6 +25,7 @@ LEGACY_SETTINGS: dict[str, Any] = {
     "concrete_tau": "map",
     "concrete_m_step_rows": "training",
     "concrete_tau_grid": [],
+    "tau_values": [],
 }
 
 
@@ -55,6 +56,14 @@ class Settings:
             "hidden layers of n_hidden.txt units: 1, the published protocol; 2 is paper 001's "
             "UCI network (results labelled METHOD-2-layers)",
             minimum=1,
+        ),
+    )
+    tau_values: tuple[float, ...] = field(
+        default=(),
+        metadata=_help(
+            "the precisions (original y scale) the grid methods try on the validation rows; empty: "
+            "the data set's tau_values.txt, the published grid (results labelled METHOD-own-tau-grid)",
+            positive=True,
         ),
     )
     num_samples: int = field(default=10_000, metadata=_help("T at test time", minimum=1))

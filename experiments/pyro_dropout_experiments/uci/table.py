@@ -156,6 +156,7 @@ def _standard_dropout_table(
             matched = verdict(s, PUBLISHED[REFERENCE][d]) if d in PUBLISHED[REFERENCE] else "—"
             notes = [] if kind.per_example_masks else ["mask per draw"]
             notes += [] if kind.retrain else ["grid network scored"]
+            notes += ["own tau grid"] if kind.own_tau_grid else []
             name = f"{d} ({', '.join(notes)})" if notes else d
             lines.append(
                 f"| {name} | {cell(s['rmse'], places)} | {cell(s['rmse_standard'], places)} | "

@@ -15,15 +15,25 @@ from pyro_dropout_experiments.uci import (
 def test_labels_and_results_made_before_the_setting():
     assert label("mc-dropout", True) == "mc-dropout" and label("mc-dropout", False) == "mc-dropout-per-draw"
     assert label("sgp", False) == "sgp" and label("mfvi", True) == "mfvi"  # no masks, one name
-    assert parse_label("bbalpha-0.5-per-draw") == ("bbalpha-0.5", False, 1, True)
-    assert parse_label("bbalpha-0.5") == ("bbalpha-0.5", True, 1, True)
+    assert parse_label("bbalpha-0.5-per-draw") == ("bbalpha-0.5", False, 1, True, False)
+    assert parse_label("bbalpha-0.5") == ("bbalpha-0.5", True, 1, True, False)
     # more hidden layers than the protocol's one: a suffix after the masks'
     assert label("mc-dropout", False, 2) == "mc-dropout-per-draw-2-layers"
     assert label("sgp", True, 2) == "sgp"  # a GP has no layers
     assert label("mc-dropout", True, 1, False) == "mc-dropout-grid-network"
     for args in [("concrete", True, 2, True), ("mc-dropout", False, 3, False), ("hmc", True, 2, True)]:
-        assert parse_label(label(*args)) == args
-    assert parse_label("mfvi") == ("mfvi", True, 1, True)
+        assert parse_label(label(*args)) == (*args, False)
+    assert (
+        label("mc-dropout", False, 2, False, True) == "mc-dropout-per-draw-2-layers-grid-network-own-tau-grid"
+    )
+    assert parse_label("mc-dropout-per-draw-2-layers-grid-network-own-tau-grid") == (
+        "mc-dropout",
+        False,
+        2,
+        False,
+        True,
+    )
+    assert parse_label("mfvi") == ("mfvi", True, 1, True, False)
     # a result file without the setting was trained with one mask per draw
     row = {"dataset": "d", "method": "mc-dropout", "rmse": 1.0, "rmse_standard": 1.0, "test_ll": -1.0}
     assert set(summarise([{**row, "settings": {"seed": 0}}])) == {("d", "mc-dropout-per-draw")}
