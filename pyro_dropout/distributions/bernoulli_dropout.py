@@ -8,7 +8,7 @@ import torch
 
 from .masked_weight import MaskedWeight
 
-__all__ = ["BernoulliDropout", "bernoulli_keep"]
+__all__ = ["BernoulliDropout", "bernoulli_keep", "keep_threshold"]
 
 _WORD_MIN = -(2**63)  # ``random_(_WORD_MIN, None)`` fills int64 with all 64 bits random
 
@@ -50,6 +50,17 @@ def _keep_inline(threshold: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return halves.view(like.shape) <= threshold.to(torch.int64)
 
 
+def keep_threshold(keep_prob: torch.Tensor | float, device: torch.device) -> torch.Tensor:
+    r"""The int32 ``t`` with :math:`P(\text{bits} \le t) = \mathrm{round}(\text{keep\_prob} \cdot
+    2^{32}) / 2^{32}` for uniform int32 bits. A float's is worked out in Python (doubles, ties to
+    even, as ``torch.round``), so a trace holds one constant, not seven operations a step."""
+    if isinstance(keep_prob, torch.Tensor):  # traced as an op (torch.as_tensor would be frozen)
+        keep = keep_prob.detach().to(torch.float64)
+        return (torch.round(keep * 2.0**32) - (2**31 + 1)).clamp(-(2**31), 2**31 - 1).to(torch.int32)
+    bits = min(max(round(float(keep_prob) * 2.0**32) - (2**31 + 1), -(2**31)), 2**31 - 1)
+    return torch.tensor(bits, dtype=torch.int32, device=device)
+
+
 def bernoulli_keep(shape: torch.Size, keep_prob: torch.Tensor | float, device: torch.device) -> torch.Tensor:
     r"""Boolean draws of :math:`\mathrm{Bernoulli}(\text{keep\_prob})` of ``shape``.
 
@@ -63,12 +74,7 @@ def bernoulli_keep(shape: torch.Size, keep_prob: torch.Tensor | float, device: t
         ``keep_prob = 1`` keeps every unit, and values below :math:`2^{-32}` count as
         :math:`2^{-32}` (a dropout rate is below 1, so a keep probability is above 0).
     """
-    if isinstance(keep_prob, torch.Tensor):  # traced as an op (torch.as_tensor would be frozen)
-        keep = keep_prob.detach().to(torch.float64)
-    else:
-        keep = torch.tensor(float(keep_prob), dtype=torch.float64, device=device)
-    # P(bits <= t) = (t + 2^31 + 1) / 2^32 = round(keep_prob * 2^32) / 2^32 for uniform int32 bits
-    threshold = (torch.round(keep * 2.0**32) - (2**31 + 1)).clamp(-(2**31), 2**31 - 1).to(torch.int32)
+    threshold = keep_threshold(keep_prob, device)
     like = torch.empty((), device=device).expand(shape)  # the shape, no memory
     # only when tracing; the size from the shape's numbers (a traced numel is a traced value)
     if (

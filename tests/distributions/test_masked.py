@@ -6,6 +6,7 @@ import torch
 from torch.distributions import RelaxedBernoulli
 
 from pyro_dropout.distributions import BernoulliDropout, ConcreteDropout, bernoulli_keep, mask_dim_for
+from pyro_dropout.distributions.bernoulli_dropout import keep_threshold
 
 
 def test_bernoulli_masks_whole_input_columns_with_inverted_scaling():
@@ -172,3 +173,19 @@ def test_a_traced_small_mask_draws_the_bits_of_the_eager_one(shape):
         eager = draw(keep)
         torch.manual_seed(seed)
         assert torch.equal(traced(keep), eager)
+
+
+@pytest.mark.parametrize(
+    "keep", [1.0, 0.5, 0.95, 1 / 3, 2**-33, 1e-12, 1 - 2**-33, 5 * 2**-33, 0.75 + 2**-33]
+)
+def test_a_float_keep_probability_draws_what_the_same_tensor_draws(keep):
+    # a Python float's threshold is computed in Python (a constant in a trace), a tensor's by ops:
+    # the same rounding (doubles, ties to even: 5 * 2^-33 and 0.75 + 2^-33 are ties) and clamping
+    cpu = torch.device("cpu")
+    assert keep_threshold(keep, cpu) == keep_threshold(torch.tensor(keep, dtype=torch.float64), cpu)
+    for shape in (torch.Size([999]), torch.Size([3, 70_001])):
+        torch.manual_seed(0)
+        from_float = bernoulli_keep(shape, keep, torch.device("cpu"))
+        torch.manual_seed(0)
+        from_tensor = bernoulli_keep(shape, torch.tensor(keep, dtype=torch.float64), torch.device("cpu"))
+        assert torch.equal(from_float, from_tensor)
