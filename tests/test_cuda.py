@@ -76,3 +76,14 @@ def test_auto_chunks_on_the_gpu_are_few_and_large():
         c["mean"].shape[0] for c in predict_chunks(model, guide, x, num_samples=300, return_sites=["mean"])
     ]
     assert sizes == [300]  # 50 x 16 floats a draw: far inside the budget
+
+
+@pytest.mark.parametrize("vectorize", [True, False])
+def test_kfold_follows_the_models_device(vectorize):
+    from pyro_dropout.export import kfold
+
+    device = torch.device("cuda")
+    x, y = torch.randn(30, 2, device=device), torch.randn(30, device=device)
+    make = lambda: MLP(2, hidden=(8,), tau="learned").to(device)  # noqa: E731
+    result = kfold(make, x, y, k=3, steps=10, num_samples=10, vectorize=vectorize)
+    assert len(result["loo_i"]) == 30 and bool(torch.isfinite(torch.as_tensor(result["loo_i"].values)).all())

@@ -67,7 +67,9 @@ def runs_model(model: Any, k: int) -> MLP | str:
 
     if repr(made) != repr(model) or layout(made) != layout(model) or vars(made).keys() != vars(model).keys():
         return "the model was changed after MLP(...) built it"
-    return model.with_runs(k)
+    like = next((b for b in model.buffers() if b.is_floating_point()), None)  # its device and dtype
+    net = model.with_runs(k)
+    return net if like is None else net.to(device=like.device, dtype=like.dtype)
 
 
 def fit_and_score(

@@ -6,6 +6,7 @@ random, so the runs model's loss must equal the sum of the K fold-wise losses (t
 rounding, 1e-4 relative) with the same gradients (1e-6), and 50 steps of CompiledSVI must end
 where K separate fits from the same start end (1e-5)."""
 
+import numpy as np
 import pyro
 import pytest
 import torch
@@ -152,5 +153,7 @@ def test_kfold_trains_together_by_default_and_says_why_it_cannot():
         kfold(make, x, y, vectorize=True, fit=lambda *a: None, **options)
     with pytest.raises(ValueError, match="not a DropoutGuide"):
         kfold(make, x, y, vectorize=True, guide=pyro.infer.autoguide.AutoNormal, **options)
+    double = kfold(lambda: make().double(), x.double(), y.double(), vectorize=True, **options)
+    assert np.isfinite(np.asarray(double["loo_i"])).all()  # the runs model takes the model's dtype
     with pytest.raises(ValueError, match="vectorize must be"):
         kfold(make, x, y, vectorize="yes", **options)
