@@ -51,6 +51,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/conv_particles.py
 	$(BIN)/python benchmarks/converted_prediction.py
 	$(BIN)/python benchmarks/shared_pass.py
+	$(BIN)/python benchmarks/kfold_cost.py
+	$(BIN)/python benchmarks/kl_passes.py --threads 1
 
 # The UCI benchmark (hours on a 2-core CPU): every METHOD on every DATASET, resumable.
 UCI_DATASETS ?= bostonHousing concrete wine-quality-red kin8nm power-plant naval-propulsion-plant protein-tertiary-structure

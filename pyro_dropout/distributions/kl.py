@@ -47,6 +47,7 @@ from .bernoulli_dropout import BernoulliDropout
 from .concrete_dropout import ConcreteDropout
 from .masked_weight import MaskedWeight
 from .quantised_gaussian import QuantisedGaussian
+from .squares import weight_squares
 
 __all__ = ["bernoulli_entropy", "kl_masked_gaussian"]
 
@@ -114,9 +115,11 @@ def kl_masked_gaussian(
         # one prior for all of a site's weights (per batch element, e.g. per run): sum first,
         # scale after
         mu, scale = mu_batch, scale_batch
-        squares = _sum_event((loc - mu.reshape(mu.shape + (1,) * len(event))).pow(2), event)
-        if not isinstance(ratio, float) or ratio != 0.0:
-            squares = squares + _sum_event(ratio * loc.pow(2), event)
+        squares = weight_squares(loc, mu, ratio, event)  # a large site's in few passes
+        if squares is None:
+            squares = _sum_event((loc - mu.reshape(mu.shape + (1,) * len(event))).pow(2), event)
+            if not isinstance(ratio, float) or ratio != 0.0:
+                squares = squares + _sum_event(ratio * loc.pow(2), event)
         n = math.prod(event)
         kl = squares / (2.0 * scale * scale) + n * (scale.log() + (_HALF_LOG_2PI - log_resolution))
     else:

@@ -28,6 +28,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
         "converted_prediction",
         "shared_pass",
         "kfold_cost",
+        "kl_passes",
     ],
 )
 def test_benchmark_runs(script):
