@@ -20,7 +20,7 @@ import numpy as np
 
 from pyro_dropout.datasets import linear_noise
 
-from ..core import open_results, save_figure
+from ..core import open_results, save_figure, save_results
 from .figures import write_results
 from .fit import fit_curves, mc_predictive
 from .settings import CurveSettings
@@ -75,15 +75,24 @@ def run_synthetic(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Train and score every size; write ``results.json`` (per size and repeat: the three sds and
-    the learned p per layer) and ``synthetic.png``; return the results."""
-    made_with = {**asdict(s), "sizes": list(sizes), "repeats": repeats, "batch_size": batch_size}
-    open_results(out, made_with)  # another run's results are refused before any work
-    per_size = {str(n): _one_size(n, s, repeats, batch_size, progress) for n in sizes}
-    results = {"sizes": list(sizes), "repeats": repeats, "per_size": per_size, "settings": made_with}
+    the learned p per layer) and ``synthetic.png``; return the results.
+
+    Each size is written to ``results.json`` as it ends: a rerun with the same settings keeps the
+    sizes there and runs the others (``--sizes`` may differ between runs; the file holds them all)."""
+    made_with = {**asdict(s), "repeats": repeats, "batch_size": batch_size}
+    # another run's results are refused before any work; this run's sizes are kept
+    record = open_results(out, made_with, ("sizes",), resume=True)  # (older files name their sizes)
+    per_size: dict[str, Any] = dict(record.get("per_size", {}))
+    for n in sizes:
+        if str(n) not in per_size:
+            per_size[str(n)] = _one_size(n, s, repeats, batch_size, progress)
+            save_results(out, {"settings": made_with, "per_size": per_size})
+    every = sorted(int(n) for n in per_size)
+    results = {"sizes": every, "repeats": repeats, "per_size": per_size, "settings": made_with}
     for key in ("epistemic", "aleatoric", "predictive"):
-        results[key] = [float(np.mean(per_size[str(n)][key])) for n in sizes]
-    layers = list(per_size[str(sizes[0])]["p"])
-    results["p"] = {k: [float(np.mean(per_size[str(n)]["p"][k])) for n in sizes] for k in layers}
+        results[key] = [float(np.mean(per_size[str(n)][key])) for n in every]
+    layers = list(per_size[str(every[0])]["p"])
+    results["p"] = {k: [float(np.mean(per_size[str(n)]["p"][k])) for n in every] for k in layers}
     return write_results(out, results, synthetic_figure, "synthetic.png")
 
 

@@ -87,6 +87,12 @@ def test_synthetic_command_learns_p_per_layer_for_each_size(tmp_path, capsys):
     assert np.asarray(one["predictive"]) ** 2 == pytest.approx(parts, rel=1e-5)
     assert len(results["per_size"]["10"]["example"]["x"]) == 10
     assert "N =     40" in capsys.readouterr().out
+    # a rerun keeps the sizes made and runs the new ones; other settings are refused
+    kept = results["per_size"]["10"]
+    assert main([*args[:-1], "10,20", "--repeats", "2", "--quiet", "--out", str(tmp_path)]) == 0
+    again = json.loads((tmp_path / "results.json").read_text())
+    assert again["sizes"] == [10, 20, 40] and again["per_size"]["10"] == kept  # its seconds too: kept
+    assert main([*args, "--repeats", "3", "--quiet", "--out", str(tmp_path)]) == 2
 
 
 def test_runs_may_have_their_own_rows_and_a_mismatch_is_named():
