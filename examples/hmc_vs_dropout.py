@@ -37,7 +37,6 @@ from pyro.infer import MCMC, NUTS
 from pyro_dropout import DropoutELBO, DropoutGuide, evaluate
 from pyro_dropout.datasets import load_uci
 from pyro_dropout.export import fold_of, kfold, kfold_result, loo, mcmc_to_arviz
-from pyro_dropout.export.kfold_runs import split_scores
 from pyro_dropout.infer import CompiledSVI
 from pyro_dropout.nn import MLP
 
@@ -140,8 +139,7 @@ def hmc_kfold(x: torch.Tensor, y: torch.Tensor, args: argparse.Namespace) -> tup
     folds = fold_of(len(x), args.k)  # the folds kfold deals at its default seed
     runs = [hmc_fold(x, y, folds, fold, args) for fold in range(args.k)]
     scores = torch.tensor([run["scores"] for run in runs], dtype=torch.float64)  # [K, N]
-    held, inside = split_scores(scores, folds)
-    result = kfold_result(held.numpy(), float((inside - held).sum()), args.samples, args.k)
+    result = kfold_result(scores, folds, args.samples)
     return result, {"seconds": float(sum(run["seconds"] for run in runs))}
 
 

@@ -32,6 +32,8 @@ class _Squares(torch.autograd.Function):
         centred = flat - mu
         ctx.save_for_backward(loc, mu)
         ctx.ratio = ratio
+        if isinstance(ratio, float) and ratio == 0.0:  # a point mass: no second pass
+            return torch.dot(centred, centred)
         return torch.dot(centred, centred) + ratio * torch.dot(flat, flat)
 
     @staticmethod

@@ -30,7 +30,7 @@ from pyro.util import get_rng_state, set_rng_state
 from ..guides import DropoutGuide
 from ._arviz_compat import arviz_major
 from .kfold_runs import fit_and_score, runs_model, split_scores
-from .refit import Refit
+from .refit import Refit, check_rows
 
 __all__ = ["PSIS_K_LIMIT", "fold_of", "kfold", "kfold_result", "loo"]
 
@@ -49,8 +49,7 @@ def fold_of(n: int, k: int, seed: int = 0) -> torch.Tensor:
 
 
 def _check(x: Any, y: Any, steps: int, num_samples: int, vectorize: Any) -> None:
-    if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor) or len(x) != len(y):
-        raise ValueError("kfold: x and y must be tensors with one row per point (the same length)")
+    check_rows("kfold", x, y)
     for name, value in (("steps", steps), ("num_samples", num_samples)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"kfold: {name} must be a positive int, got {value!r}")
@@ -98,25 +97,22 @@ def kfold(
     rng = get_rng_state()
     try:
         plan = Refit(guide, fit, steps, loss, lr, num_samples, site, seed)
-        together = _together(model_factory, x, y, folds, plan) if vectorize is not False else "not asked for"
-        if isinstance(together, str) and vectorize is True:
-            raise ValueError(f"kfold(vectorize=True): the folds cannot be trained together: {together}")
-        if isinstance(together, str) or vectorize is False:
-            held, inside = _one_by_one(model_factory, x, y, folds, plan)
-        else:
-            held, inside = split_scores(together, folds)
+        scores = _together(model_factory, x, y, folds, k, plan) if vectorize is not False else None
+        if isinstance(scores, str) and vectorize is True:
+            raise ValueError(f"kfold(vectorize=True): the folds cannot be trained together: {scores}")
+        if not isinstance(scores, torch.Tensor):
+            scores = _one_by_one(model_factory, x, y, folds, k, plan)
     finally:
         set_rng_state(rng)
-    return kfold_result(held.numpy(), float((inside - held).sum()), num_samples, k)
+    return kfold_result(scores, folds, num_samples)
 
 
 def _together(
-    factory: Callable[[], Any], x: torch.Tensor, y: torch.Tensor, folds: torch.Tensor, plan: Refit
+    factory: Callable[[], Any], x: torch.Tensor, y: torch.Tensor, folds: torch.Tensor, k: int, plan: Refit
 ) -> torch.Tensor | str:
     """The folds' ``[K, N]`` scores from one model holding K runs, or why that cannot be."""
     if plan.fit is not None:
         return "a fit= of one's own trains one model at a time"
-    k = int(folds.max()) + 1
     with pyro.get_param_store().scope():
         pyro.set_rng_seed(plan.seed)
         net = runs_model(factory(), k)
@@ -127,13 +123,10 @@ def _together(
 
 
 def _one_by_one(
-    factory: Callable[[], Any], x: torch.Tensor, y: torch.Tensor, folds: torch.Tensor, plan: Refit
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Each row's held-out score and its mean score under the fits that trained on it, one fold
-    after another."""
-    k = int(folds.max()) + 1
-    held = torch.empty(len(x), dtype=torch.float64)
-    inside = torch.zeros(len(x), dtype=torch.float64)
+    factory: Callable[[], Any], x: torch.Tensor, y: torch.Tensor, folds: torch.Tensor, k: int, plan: Refit
+) -> torch.Tensor:
+    """The folds' ``[K, N]`` scores from K fits, one fold after another."""
+    scores = torch.empty(k, len(x), dtype=torch.float64)
     for fold in range(k):
         out = folds == fold
         with pyro.get_param_store().scope():
@@ -142,16 +135,16 @@ def _one_by_one(
             made = plan.guide(model)
             plan.train(model, made, x[~out], y[~out])
             with torch.no_grad():
-                scores = plan.score(model, made, x, y, (len(x),))
-        held[out] = scores[out]
-        inside[~out] += scores[~out] / (k - 1)
-    return held, inside
+                scores[fold] = plan.score(model, made, x, y, (len(x),))
+    return scores
 
 
-def kfold_result(elpd_i: np.ndarray, p: float, draws: int, k: int) -> Any:
-    """The ``ELPDData`` that :func:`kfold` returns, from each point's held-out log predictive
-    density ``elpd_i`` (``[N]``), the effective number of parameters ``p`` (in-sample lppd less
-    the elpd), the draws per prediction and K: for K-fold with fits of another kind (MCMC, say)."""
+def kfold_result(scores: torch.Tensor, folds: torch.Tensor, draws: int) -> Any:
+    """The ``ELPDData`` that :func:`kfold` returns, from ``scores`` ``[K, N]`` (each row's log
+    predictive density under each fold's fit, of ``draws`` draws) and ``folds`` (each row's fold):
+    each row's held-out score is its own fold's, and ``p_loo`` is the in-sample lppd (its mean score
+    under the K - 1 fits that trained on it) less the elpd. For K-fold with fits of another kind
+    (MCMC, say) as well as :func:`kfold`'s."""
     if arviz_major() >= 1:
         raise NotImplementedError(
             "kfold builds arviz 0.x's ELPDData; on arviz >= 1 compare the pointwise values yourself"
@@ -159,6 +152,8 @@ def kfold_result(elpd_i: np.ndarray, p: float, draws: int, k: int) -> Any:
     import xarray as xr
     from arviz.stats.stats_utils import ELPDData
 
+    held, inside = split_scores(scores.double(), folds)
+    elpd_i, p, k = held.numpy(), float((inside - held).sum()), scores.shape[0]
     n = len(elpd_i)
     se = float((n * np.var(elpd_i)) ** 0.5)
     pointwise = xr.DataArray(elpd_i, dims=["point"], name="loo_i")

@@ -1,6 +1,6 @@
 """Refitting a model on part of the data and scoring it on the rest: what K-fold
 cross-validation (:func:`~pyro_dropout.export.kfold`) and exact leave-one-out for ArviZ's
-``az.reloo`` (:class:`~pyro_dropout.export.DropoutRefit`) share."""
+``az.reloo`` (:func:`~pyro_dropout.export.reloo`) share."""
 
 from __future__ import annotations
 
@@ -16,7 +16,13 @@ from pyro.optim import PyroOptim
 from ..infer import CompiledSVI, DropoutELBO
 from ..prediction.predictive import predict
 
-__all__ = ["Refit", "draws_log_likelihood", "fit_svi"]
+__all__ = ["Refit", "check_rows", "draws_log_likelihood", "fit_svi"]
+
+
+def check_rows(who: str, x: Any, y: Any) -> None:
+    """``x`` and ``y`` as the refitting functions take them: tensors with one row per point."""
+    if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor) or len(x) != len(y):
+        raise ValueError(f"{who}: x and y must be tensors with one row per point (the same length)")
 
 
 def fit_svi(model: Any, guide: Any, args: tuple, steps: int, loss: Any, lr: float) -> None:
@@ -49,7 +55,7 @@ def draws_log_likelihood(
 @dataclass(frozen=True)
 class Refit:
     """How a model is refitted on part of the data and scored on the rest (the arguments of
-    :func:`~pyro_dropout.export.kfold` and :class:`~pyro_dropout.export.DropoutRefit`).
+    :func:`~pyro_dropout.export.kfold` and :func:`~pyro_dropout.export.reloo`).
 
     ``train(model, guide, *args)`` runs ``fit(model, guide, *args)`` or, without ``fit``,
     ``steps`` full-batch steps of :class:`CompiledSVI` with a copy of ``loss`` (default

@@ -22,11 +22,12 @@ from typing import Any
 
 import pyro
 import torch
+from pyro.util import get_rng_state, set_rng_state
 
 from ..guides import DropoutGuide
 from ._arviz_compat import arviz_major
 from .kfold import PSIS_K_LIMIT
-from .refit import Refit, draws_log_likelihood
+from .refit import Refit, check_rows, draws_log_likelihood
 
 __all__ = ["reloo", "sampling_wrapper"]
 
@@ -96,14 +97,12 @@ def reloo(
     :returns: ``loo_orig`` with the flagged points' ``loo_i``, ``elpd_loo``, ``se`` and
         ``p_loo`` recomputed (ArviZ 0.x's ``ELPDData``)."""
     import arviz as az
-    from pyro.util import get_rng_state, set_rng_state
 
     if arviz_major() >= 1:
         raise NotImplementedError(
             "reloo wraps arviz 0.x's az.reloo; on arviz >= 1 use kfold's pointwise values"
         )
-    if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor) or len(x) != len(y):
-        raise ValueError("reloo: x and y must be tensors with one row per point (the same length)")
+    check_rows("reloo", x, y)
     if getattr(loo_orig, "loo_i", None) is None or len(loo_orig.loo_i) != len(x):
         raise ValueError("reloo: loo_orig must be a pointwise az.loo result with one value per row of x")
     refit = Refit(guide, fit, steps, loss, lr, num_samples, site, seed)
