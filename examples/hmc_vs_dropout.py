@@ -147,17 +147,17 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     for fold in range(args.k if args.hmc_kfold else 0):
         kept_fold(fold, args)  # a folder of other settings is refused before any run
     x, y, x_test, y_test = standardised(args.split, args.data_dir)
-    hmc_elpd, hmc_summary = hmc(x, y, x_test, y_test, args)
-    dropout_elpd, dropout_summary = dropout(x, y, x_test, y_test, args)
     n = len(x)
-    results = {"hmc (PSIS-LOO)": hmc_elpd, f"mc-dropout ({args.k}-fold)": dropout_elpd}
-    extra = {}
-    if args.hmc_kfold:
+    results, extra = {}, {}
+    if args.hmc_kfold:  # first, so a stopped run's kept folds are its progress
         results[f"hmc ({args.k}-fold)"], summary = hmc_kfold(x, y, args)
         extra["hmc_kfold"] = {
             "elpd_per_point": float(results[f"hmc ({args.k}-fold)"].elpd_loo) / n,
             **summary,
         }
+    hmc_elpd, hmc_summary = hmc(x, y, x_test, y_test, args)
+    dropout_elpd, dropout_summary = dropout(x, y, x_test, y_test, args)
+    results.update({"hmc (PSIS-LOO)": hmc_elpd, f"mc-dropout ({args.k}-fold)": dropout_elpd})
     table = az.compare(results)
     return {
         **extra,
