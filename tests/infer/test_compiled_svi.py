@@ -149,3 +149,22 @@ def test_module_local_params_keep_two_fits_apart(jit):
     model, guide, test_ll = fits[0]
     pyro.set_rng_seed(5)
     assert evaluate(model, guide, x, y, num_samples=20).test_ll == test_ll  # untouched by the second fit
+
+
+@pytest.mark.parametrize(
+    "optim, expected",
+    [
+        (pyro.optim.Adam({"lr": 0.01}), {"fused": True}),  # one kernel for every parameter
+        (pyro.optim.Adam({"lr": 0.01, "foreach": False}), {"fused": None, "foreach": False}),  # the user's
+        (pyro.optim.ClippedAdam({"lr": 0.01}), {}),  # Pyro's own optimizer: neither setting
+    ],
+    ids=["adam", "adam-foreach-set", "clipped-adam"],
+)
+def test_the_update_is_fused_where_the_optimizer_takes_it(optim, expected):
+    pyro.clear_param_store()
+    model = MLP(D, hidden=(6,))
+    svi = CompiledSVI(model, DropoutGuide(model, dropout=0.1), optim, DropoutELBO())
+    x, y = torch.randn(N, D), torch.randn(N)
+    losses = [svi.step(x, y) for _ in range(3)]
+    group = svi.state_dict()["optimizer"]["param_groups"][0]
+    assert {k: group[k] for k in expected} == expected and all(map(torch.isfinite, map(torch.tensor, losses)))

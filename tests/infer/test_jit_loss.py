@@ -10,11 +10,11 @@ from pyro_dropout import BBAlpha, DropoutELBO, DropoutGuide
 from pyro_dropout.nn import MLP
 
 
-def _fit(loss, steps=30, shapes=(16,), concrete=False):
+def _fit(loss, steps=30, shapes=(16,), concrete=False, hidden=(8,)):
     pyro.set_rng_seed(0)
     pyro.clear_param_store()
     g = torch.Generator().manual_seed(1)
-    model = MLP(3, 1, hidden=(8,))
+    model = MLP(3, 1, hidden=hidden)
     guide = DropoutGuide(model, concrete=True) if concrete else DropoutGuide(model, dropout=0.2)
     svi = SVI(model, guide, pyro.optim.Adam({"lr": 1e-2}), loss)
     losses = []
@@ -44,6 +44,23 @@ def test_the_traced_loss_trains_as_the_eager_one(make, concrete):
     assert eager.keys() == jitted.keys()
     for name in eager:
         assert torch.allclose(eager[name], jitted[name], atol=1e-5), name
+
+
+def test_masks_of_one_size_stay_independent_in_the_simplified_trace():
+    # two layers of 8 inputs draw two masks of one shape: the trace's clean-up passes (constant
+    # folding, common subexpressions) must keep them two draws, as the eager loss makes them
+    eager_losses, eager = _fit(DropoutELBO(), hidden=(8, 8))
+    loss = DropoutELBO(jit=True)
+    jit_losses, jitted = _fit(loss, hidden=(8, 8))
+    assert jit_losses == pytest.approx(eager_losses, rel=1e-4)
+    for name in eager:
+        assert torch.allclose(eager[name], jitted[name], atol=1e-5), name
+    (jit,) = loss.jit_losses.values()
+    (trace,) = jit.traced.traces.values()
+    graph = trace.keep[1].forward.graph
+    kinds = [node.kind() for node in graph.nodes()]
+    assert kinds.count("aten::random_") == 3  # one draw per layer, none merged
+    assert "aten::size" not in kinds  # the sizes of a trace made per shape are folded
 
 
 def test_one_trace_per_input_shape():

@@ -85,6 +85,17 @@ class TensorSlots:
         return tuple(call_args), call_kwargs
 
 
+def simplify(graph: Any) -> None:
+    """Fold what a trace made per shape knows: sizes of its inputs, and the arithmetic on them and
+    on constants (the minibatch scale, a prior's constants), then drop repeated and unused nodes."""
+    internals: Any = torch._C
+    internals._jit_pass_constant_propagation(graph)
+    internals._jit_pass_peephole(graph, False)  # with shapes: a trace is made per input shape
+    internals._jit_pass_cse(graph)
+    internals._jit_pass_dce(graph)
+    internals._jit_pass_constant_propagation(graph)
+
+
 def trace_loss(fn: Callable[..., torch.Tensor], inputs: tuple) -> Callable[..., torch.Tensor]:
     """:func:`torch.jit.trace` of ``fn``, into a compilation unit freed with the result.
 
@@ -104,6 +115,7 @@ def trace_loss(fn: Callable[..., torch.Tensor], inputs: tuple) -> Callable[..., 
     except (AttributeError, TypeError):
         return torch.jit.trace(fn, inputs, check_trace=False)
     method = module.forward
+    simplify(method.graph)
 
     def run(*tensors: torch.Tensor) -> torch.Tensor:
         return method(*tensors)
