@@ -3,6 +3,7 @@
 from . import kl
 from .bernoulli_dropout import BernoulliDropout, bernoulli_keep
 from .concrete_dropout import ConcreteDropout
+from .fixed_noise import FixedNoiseNormal
 from .kl import bernoulli_entropy, kl_masked_gaussian
 from .masked_weight import MaskedWeight, check_mask_dim, mask_dim_for, validate_dropout_rate
 from .quantised_gaussian import QuantisedGaussian
@@ -11,6 +12,7 @@ from .util import base_prior
 __all__ = [
     "BernoulliDropout",
     "ConcreteDropout",
+    "FixedNoiseNormal",
     "MaskedWeight",
     "QuantisedGaussian",
     "base_prior",

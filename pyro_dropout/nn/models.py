@@ -13,6 +13,7 @@ import pyro.distributions as dist
 import torch
 from pyro.nn import PyroModule
 
+from ..distributions import FixedNoiseNormal
 from .layers import Linear, sample_site
 
 __all__ = ["MLP"]
@@ -240,8 +241,7 @@ class MLP(PyroModule):
             # tau: a float, [] or [(S,) (R,) 1] (data-plate slot); several outputs need one more dim
             precision: float | torch.Tensor = self.fixed_tau if tau is None else tau
             if isinstance(precision, float):
-                sd: float | torch.Tensor = precision**-0.5
+                noise = FixedNoiseNormal(mean, precision**-0.5)
             else:
-                sd = precision.rsqrt() if single else precision.rsqrt().unsqueeze(-1)
-            noise = dist.Normal(mean, sd)
+                noise = dist.Normal(mean, precision.rsqrt() if single else precision.rsqrt().unsqueeze(-1))
         return pyro.sample("obs", noise if single else noise.to_event(1), obs=y)
