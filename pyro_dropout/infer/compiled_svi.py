@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import math
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -142,8 +143,6 @@ class CompiledSVI(SVI):
         check_not_empty(args, kwargs)
         self.setup(*args, **kwargs)
         assert self._optimizer is not None
-        if getattr(self.objective, "check_finite", True):
-            check_finite_inputs(args, kwargs)
         if self.jit_compile:
             loss = self._traced(cast(list, self._params), args, kwargs)
         else:
@@ -151,6 +150,8 @@ class CompiledSVI(SVI):
         value = float(loss.detach())
         self.steps += 1
         if getattr(self.objective, "check_finite", True):  # before the update: the parameters stay finite
+            if not math.isfinite(value):  # an input holding NaN or inf is named as the cause; its
+                check_finite_inputs(args, kwargs)  # check costs nothing while the loss is finite
             params = zip(self._names, cast(list, self._params), strict=True)
             check_loss(value, f"CompiledSVI step {self.steps}", args, kwargs, params)
         loss.backward()

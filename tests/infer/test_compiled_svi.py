@@ -168,3 +168,22 @@ def test_the_update_is_fused_where_the_optimizer_takes_it(optim, expected):
     losses = [svi.step(x, y) for _ in range(3)]
     group = svi.state_dict()["optimizer"]["param_groups"][0]
     assert {k: group[k] for k in expected} == expected and all(map(torch.isfinite, map(torch.tensor, losses)))
+
+
+@pytest.mark.parametrize("where", ["x", "y"])
+def test_a_non_finite_input_at_a_traced_step_is_named_and_nothing_is_updated(where):
+    # the inputs are checked once the loss is found non-finite (free while it is finite)
+    pyro.clear_param_store()
+    model = MLP(D, hidden=(6,))
+    svi = CompiledSVI(model, DropoutGuide(model, dropout=0.1), pyro.optim.Adam({"lr": 0.01}), DropoutELBO())
+    x, y = torch.randn(N, D), torch.randn(N)
+    for _ in range(3):
+        svi.step(x, y)  # the later steps run the trace
+    before = {n: p.detach().clone() for n, p in svi.state_dict()["params"].items()}
+    bad_x, bad_y = x.clone(), y.clone()
+    (bad_x if where == "x" else bad_y)[2] = float("nan")
+    arg = 0 if where == "x" else 1
+    with pytest.raises(ValueError, match=rf"model argument {arg} \(shape .*\) contains NaN or inf"):
+        svi.step(bad_x, bad_y)
+    after = svi.state_dict()["params"]
+    assert all(torch.equal(before[n], after[n]) for n in before)
