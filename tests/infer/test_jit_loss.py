@@ -61,6 +61,8 @@ def test_masks_of_one_size_stay_independent_in_the_simplified_trace():
     kinds = [node.kind() for node in graph.nodes()]
     assert kinds.count("aten::random_") == 3  # one draw per layer, none merged
     assert "aten::size" not in kinds  # the sizes of a trace made per shape are folded
+    views = [n for n in graph.nodes() if n.kind() in ("aten::expand", "aten::reshape", "aten::view")]
+    assert all(n.inputsAt(0).type().varyingSizes() != n.output().type().varyingSizes() for n in views)
 
 
 def test_one_trace_per_input_shape():

@@ -91,9 +91,29 @@ def simplify(graph: Any) -> None:
     internals: Any = torch._C
     internals._jit_pass_constant_propagation(graph)
     internals._jit_pass_peephole(graph, False)  # with shapes: a trace is made per input shape
+    _drop_identity_views(graph)
     internals._jit_pass_cse(graph)
     internals._jit_pass_dce(graph)
     internals._jit_pass_constant_propagation(graph)
+
+
+_VIEWS = frozenset({"aten::expand", "aten::reshape", "aten::view"})
+
+
+def _drop_identity_views(graph: Any) -> None:
+    """Remove the views that keep their input's sizes (an ``expand`` to the shape a tensor
+    already has, say): each would be a node of the backward pass, doing nothing."""
+    for node in list(graph.nodes()):
+        if node.kind() not in _VIEWS:
+            continue
+        source, out = node.inputsAt(0), node.output()
+        before, after = source.type(), out.type()
+        if not (isinstance(before, torch._C.TensorType) and isinstance(after, torch._C.TensorType)):
+            continue
+        sizes = before.varyingSizes()
+        if sizes is not None and None not in sizes and sizes == after.varyingSizes():
+            out.replaceAllUsesWith(source)
+            node.destroy()
 
 
 def trace_loss(fn: Callable[..., torch.Tensor], inputs: tuple) -> Callable[..., torch.Tensor]:
