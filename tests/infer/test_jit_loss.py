@@ -99,3 +99,19 @@ def test_parameters_outside_the_param_store_are_named():
         ValueError, match=r"DropoutELBO\(jit=True\): the parameters .* not in Pyro's param store"
     ):
         svi.step(x, x.sum(-1))
+
+
+def test_a_trace_whose_clean_up_fails_is_used_as_recorded(monkeypatch):
+    from pyro_dropout.infer.fast import traced
+
+    def missing(graph):
+        raise AttributeError("this PyTorch has no such pass")
+
+    eager_losses, _ = _fit(DropoutELBO(), steps=6)
+    monkeypatch.setattr(traced, "simplify", missing)
+    loss = DropoutELBO(jit=True)
+    jit_losses, _ = _fit(loss, steps=6)
+    assert jit_losses == pytest.approx(eager_losses, rel=1e-4)
+    (jit,) = loss.jit_losses.values()
+    (trace,) = jit.traced.traces.values()
+    assert "aten::size" in [n.kind() for n in trace.keep[1].forward.graph.nodes()]  # not folded

@@ -116,8 +116,11 @@ def _drop_identity_views(graph: Any) -> None:
             node.destroy()
 
 
-def trace_loss(fn: Callable[..., torch.Tensor], inputs: tuple) -> Callable[..., torch.Tensor]:
-    """:func:`torch.jit.trace` of ``fn``, into a compilation unit freed with the result.
+def trace_loss(
+    fn: Callable[..., torch.Tensor], inputs: tuple, simplified: bool = True
+) -> Callable[..., torch.Tensor]:
+    """:func:`torch.jit.trace` of ``fn``, into a compilation unit freed with the result, and
+    :func:`simplify`-ed (where this PyTorch lacks a pass of it, the trace as recorded).
 
     ``torch.jit.trace`` keeps every traced function in TorchScript's global compilation
     unit for the life of the process (about 14 MB for a small network's loss, measured
@@ -135,7 +138,11 @@ def trace_loss(fn: Callable[..., torch.Tensor], inputs: tuple) -> Callable[..., 
     except (AttributeError, TypeError):
         return torch.jit.trace(fn, inputs, check_trace=False)
     method = module.forward
-    simplify(method.graph)
+    if simplified:
+        try:
+            simplify(method.graph)
+        except (AttributeError, RuntimeError):  # a pass this PyTorch lacks, or one that failed
+            return trace_loss(fn, inputs, simplified=False)
 
     def run(*tensors: torch.Tensor) -> torch.Tensor:
         return method(*tensors)
