@@ -18,6 +18,7 @@ from .loss_terms import (
     DropoutTraceMixin,
     latent_penalty,
     likelihood_sites,
+    sum_terms,
 )
 
 __all__ = ["BBAlpha", "log_mean_exp"]
@@ -148,7 +149,5 @@ class BBAlpha(DropoutTraceMixin, ELBO):
             check_finite_inputs(args, kwargs)
         self.check_particles(model, guide, args, kwargs)
         penalty, factors = self._particle_terms(model, guide, args, kwargs)
-        fit: Any = 0.0
-        for log_p, scale in factors:
-            fit = fit + (scale * log_mean_exp(self.alpha * log_p, dim=0)).sum()
+        fit = sum_terms((scale * log_mean_exp(self.alpha * log_p, dim=0)).sum() for log_p, scale in factors)
         return penalty - fit / self.alpha

@@ -181,7 +181,9 @@ def sum_terms(terms: Iterable[Any]) -> torch.Tensor:
     total: Any = None
     for term in terms:
         total = term if total is None else total + term
-    return torch.as_tensor(0.0 if total is None else total) if not isinstance(total, torch.Tensor) else total
+    if isinstance(total, torch.Tensor):
+        return total
+    return torch.as_tensor(0.0 if total is None else total)
 
 
 class DropoutTraceMixin:
