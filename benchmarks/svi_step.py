@@ -8,7 +8,9 @@ Networks: the UCI net (13-50-1, Gaussian likelihood, batch 32 and 128) and a wid
 particle, and BBAlpha(0.5) with K = 10 particles. Timings:
 
 * ``svi``: ``pyro.infer.SVI`` with ``DropoutGuide`` and the loss at its defaults (what the
-  README's quick start runs);
+  README's quick start runs: ``jit="auto"``, eager for each input shape's first steps, then
+  traced); those first steps are run and timed apart (``svi_warm_s``);
+* ``svi_eager``: the same with ``jit=False``, the loss run eagerly at every step;
 * ``svi_jit``: ``pyro.infer.SVI`` with the loss's traced fast path (``jit=True``);
 * ``svi_compile``: ``pyro.infer.SVI`` with the loss compiled by ``torch.compile``
   (``jit="compile"``); its first two steps, which compile, are timed apart (``*_compile_s``:
@@ -54,6 +56,7 @@ from common import interleaved_times, machine, pick_device, write
 
 from pyro_dropout import BBAlpha, DropoutELBO, DropoutGuide
 from pyro_dropout.infer import CompiledSVI, JitLoss, JointOptim
+from pyro_dropout.infer.fast.traced import AUTO_AFTER
 from pyro_dropout.nn import MLP
 
 P, TAU, N_DATA, LR = 0.05, 1.0, 10_000, 1e-3
@@ -166,9 +169,24 @@ RAW_ADAMS = {"for-loop": {"foreach": False}, "foreach": {"foreach": True}, "fuse
 # the library's paths and Pyro's AutoNormal, timed in groups, each interleaved with the raw step:
 # eager SVI and jit=True SVI keep their parameters in the global param store under the same names,
 # so they must not be set up side by side
-GROUPS = (("compiled", "svi"), ("svi_jit",), ("svi_compile",), ("svi_joint",), ("compiled_compile",))
-JITS: dict[str, bool | str] = {"svi_jit": True, "svi_compile": "compile", "svi_joint": "compile"}
+GROUPS = (
+    ("compiled", "svi"),
+    ("svi_eager",),
+    ("svi_jit",),
+    ("svi_compile",),
+    ("svi_joint",),
+    ("compiled_compile",),
+)
+JITS: dict[str, bool | str] = {
+    "svi_eager": False,
+    "svi_jit": True,
+    "svi_compile": "compile",
+    "svi_joint": "compile",
+}
 COMPILING = ("svi_compile", "svi_joint", "compiled_compile")  # first step timed apart
+# the default jit="auto" runs each input shape eagerly AUTO_AFTER times before tracing it: those
+# first steps are timed apart, and the timed steps are the long run's
+WARM = {"svi": AUTO_AFTER + 2}
 
 
 def case(name, sizes, classes, batch, loss_name, device, steps, blocks) -> dict:
@@ -179,8 +197,9 @@ def case(name, sizes, classes, batch, loss_name, device, steps, blocks) -> dict:
     ).to(device)
     k, alpha = (1, None) if loss_name == "elbo" else (10, 0.5)
 
-    def make_loss(jit: bool | str = False):
-        return DropoutELBO(jit=jit) if alpha is None else BBAlpha(alpha, num_particles=k, jit=jit)
+    def make_loss(jit: bool | str | None = None):  # None: the loss's default
+        kw = {} if jit is None else {"jit": jit}
+        return DropoutELBO(**kw) if alpha is None else BBAlpha(alpha, num_particles=k, **kw)
 
     row: dict = {"case": name, "batch": batch, "loss": loss_name, "particles": k}
     raws = {a: RawStep(sizes, classes, k, alpha, device, kw) for a, kw in RAW_ADAMS.items()}
@@ -194,7 +213,7 @@ def case(name, sizes, classes, batch, loss_name, device, steps, blocks) -> dict:
     for kinds in groups:
         runners = {"raw": lambda: raw.step(x, y)}
         for kind in kinds:
-            loss = Trace_ELBO() if kind == "autonormal" else make_loss(jit=JITS.get(kind, False))
+            loss = Trace_ELBO() if kind == "autonormal" else make_loss(jit=JITS.get(kind))
             svi, _, _ = library(kind, sizes, classes, loss, device)
             runners[kind] = lambda svi=svi: svi.step(x, y, num_data=N_DATA)
             if kind in COMPILING:  # the first two steps: one eager (SVI) or not, one that compiles
@@ -202,6 +221,11 @@ def case(name, sizes, classes, batch, loss_name, device, steps, blocks) -> dict:
                 runners[kind]()
                 runners[kind]()
                 row[f"{kind}_compile_s"] = time.perf_counter() - start
+            if kind in WARM:
+                start = time.perf_counter()
+                for _ in range(WARM[kind]):
+                    runners[kind]()
+                row[f"{kind}_warm_s"] = time.perf_counter() - start
         times = interleaved_times(runners, device, steps, blocks, warmup=2)
         base = statistics.median(times["raw"])
         for kind in kinds:  # each against the raw step timed in the same blocks
@@ -223,6 +247,7 @@ def case(name, sizes, classes, batch, loss_name, device, steps, blocks) -> dict:
 
 LABELS = {
     "svi": "SVI, DropoutELBO() / BBAlpha(0.5)",
+    "svi_eager": "SVI, jit=False (eager)",
     "svi_jit": "SVI, jit=True",
     "svi_compile": 'SVI, jit="compile"',
     "svi_joint": 'SVI, jit="compile", JointOptim',

@@ -8,6 +8,7 @@ from .compiled_svi import CompiledSVI
 from .divergence import DivergenceError
 from .elbo import DropoutELBO
 from .fast.jit_loss import JitLoss
+from .fast.spot_check import StaleTraceError
 from .joint_optim import JointOptim
 
 __all__ = [
@@ -17,5 +18,6 @@ __all__ = [
     "DropoutELBO",
     "JitLoss",
     "JointOptim",
+    "StaleTraceError",
     "log_mean_exp",
 ]

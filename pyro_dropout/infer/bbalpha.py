@@ -84,8 +84,9 @@ class BBAlpha(DropoutTraceMixin, ELBO):
     :param per_example_masks: draw the ``K`` masks of each data point independently of
         the other points' (each per-point term still averages ``K`` draws), instead of
         ``K`` masks shared by the minibatch (:mod:`pyro_dropout.nn.masking`).
-    :param jit: trace the loss once per input shape after an eager first step (``True``), and
-        compile it (``"compile"``), as :class:`~pyro_dropout.infer.DropoutELBO` does.
+    :param jit: ``"auto"`` (default): trace the loss once per input shape after its first 32
+        eager steps, where a trace can be exact; ``True``: trace from the second step; ``"compile"``:
+        also compile; ``False``: eager; as :class:`~pyro_dropout.infer.DropoutELBO` does.
 
     References
 
@@ -101,7 +102,7 @@ class BBAlpha(DropoutTraceMixin, ELBO):
         max_plate_nesting: float = float("inf"),
         check_finite: bool = True,
         per_example_masks: bool = False,
-        jit: bool | str = False,
+        jit: bool | str = "auto",
         **kwargs: Any,
     ) -> None:
         if isinstance(alpha, bool) or not (

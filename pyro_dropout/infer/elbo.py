@@ -43,10 +43,16 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
     (e.g. a noise precision) contribute their negative log prior (MAP). Inputs and
     observations holding NaN or inf are rejected (``check_finite=False`` skips that).
 
-    ``jit=True`` traces the loss once per input shape after an eager first step, so that plain
-    ``SVI`` skips Pyro's per-site Python machinery (:class:`~pyro_dropout.infer.JitLoss`): the
-    model and guide must have a static structure, as for any traced code, and keep their
-    parameters in Pyro's param store (the default). ``jit="compile"`` also compiles each trace
+    ``jit="auto"`` (the default) runs each input shape eagerly for its first 32 steps, then traces
+    the loss once for it (:class:`~pyro_dropout.infer.JitLoss`), so that plain ``SVI`` skips
+    Pyro's per-site Python machinery in a long fit while a short one pays for no trace. Where a
+    trace could not be exact it runs eagerly without a word: a loss whose Python reads a tensor's
+    value, model attributes that change at most steps, parameters outside Pyro's param store.
+    Each trace is spot-checked against the eager loss on the same masks (at doubling intervals,
+    then every 256th step); a Python value it froze that has since changed outside the modules (a
+    global, a closure) raises :class:`~pyro_dropout.infer.StaleTraceError` rather than training on
+    in silence: call ``retrace()`` after such a change, or pass ``jit=False``. ``jit=True`` traces
+    from the second step on and warns where it cannot. ``jit="compile"`` also compiles each trace
     with :func:`torch.compile` into fused kernels for the loss and its gradient: the fastest
     step, after a first compile of seconds to a minute per input shape (cached on disk across
     processes); where compiling fails it warns and traces instead
@@ -55,7 +61,7 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
     Usage:
 
         svi = SVI(model, DropoutGuide(model), pyro.optim.Adam({"lr": 1e-2}), DropoutELBO())
-        svi = SVI(model, guide, pyro.optim.Adam({"lr": 1e-2}), DropoutELBO(jit=True))  # faster
+        svi = SVI(model, guide, pyro.optim.Adam({"lr": 1e-2}), DropoutELBO(jit=False))  # eager
         svi = SVI(model, guide, pyro.optim.Adam({"lr": 1e-2}), DropoutELBO(jit="compile"))  # fastest
 
     References
@@ -71,7 +77,7 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
         max_plate_nesting: float = float("inf"),
         check_finite: bool = True,
         per_example_masks: bool = False,
-        jit: bool | str = False,
+        jit: bool | str = "auto",
         **kwargs: Any,
     ) -> None:
         if isinstance(num_particles, bool) or not (isinstance(num_particles, int) and num_particles >= 1):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, cast
+from typing import Any
 
 import pyro
 import torch
@@ -18,14 +18,15 @@ from pyro.util import check_model_guide_match, warn_if_nan
 from torch.distributions import kl_divergence
 
 from ..distributions import MaskedWeight, base_prior
-from ..nn import masking
 from .batched_errors import explain_batched_failure
 from .batching_check import particles_mismatch, signature
 from .divergence import check_gradients, check_loss
 from .fast.jit_loss import JitLoss
 from .input_checks import check_finite_inputs, checking_inside, has_non_finite
 from .likelihood_checks import check_likelihood_site, check_targets
+from .per_example import MeanWeights, replay_per_example
 
+MAX_JIT_LOSSES = 4  # the (model, guide) pairs whose traced losses one loss object keeps
 __all__ = [
     "PARTICLE_PLATE",
     "DropoutTraceMixin",
@@ -79,9 +80,9 @@ def importance_trace(
     replayed as its mean and masked per example where the model uses it
     (:mod:`pyro_dropout.nn.masking`).
     """
-    guide_trace = poutine.trace(guide).get_trace(*args, **kwargs)
+    guide_trace = poutine.trace(MeanWeights()(guide) if per_example else guide).get_trace(*args, **kwargs)
     if per_example:
-        model_trace = _replay_per_example(model, guide_trace, args, kwargs)
+        model_trace = replay_per_example(model, guide_trace, args, kwargs)
     else:
         model_trace = poutine.trace(poutine.replay(model, trace=guide_trace)).get_trace(*args, **kwargs)
     if is_validation_enabled():
@@ -98,33 +99,6 @@ def importance_trace(
     for name, site in likelihood_sites(model_trace):
         check_likelihood_site(name, site, max_plate_nesting)
     return model_trace, guide_trace
-
-
-def _replay_per_example(model: Callable, guide_trace: Trace, args: tuple, kwargs: dict) -> Trace:
-    """Replay the model with every masked weight at its mean, masked per example where used."""
-    weights: dict[str, tuple[MaskedWeight, torch.Tensor]] = {}
-    for name, site in guide_trace.nodes.items():
-        q = site.get("fn")
-        if (
-            site["type"] == "sample"
-            and isinstance(q, MaskedWeight)
-            and q.event_dim >= 2
-            and not q.is_point_mass
-        ):
-            mean = q.loc.expand(cast(torch.Tensor, site["value"]).shape)
-            site["value"] = mean
-            weights[name] = (q, mean)
-    with masking.per_example_masks(weights) as registry:
-        model_trace = poutine.trace(poutine.replay(model, trace=guide_trace)).get_trace(*args, **kwargs)
-    unused = sorted(m.name for m in registry.values() if m.uses == 0)
-    if unused:
-        raise ValueError(
-            f"per-example masks: the weight site(s) {unused} did not enter the model through "
-            "pyro_dropout.nn.functional.linear or conv2d (or pyro_dropout.nn.Linear / Conv2d), "
-            "so their inputs cannot be masked per example; use those layers, or one mask per "
-            "draw (per_example_masks=False)"
-        )
-    return model_trace
 
 
 def _summed(term: Any, site: Site) -> torch.Tensor:
@@ -223,7 +197,9 @@ class DropoutTraceMixin:
         if self.jit:
             losses = self.__dict__.setdefault("jit_losses", {})
             if (model, guide) not in losses:
-                losses[(model, guide)] = JitLoss(self, model, guide, self.jit)
+                while len(losses) >= MAX_JIT_LOSSES:  # one loss object reused for many models
+                    losses.pop(next(iter(losses)))  # keeps only the latest ones (and their traces)
+                losses[(model, guide)] = JitLoss(self, model, guide, self.jit, owned=True)
             loss = losses[(model, guide)](args, kwargs)
         else:
             loss = self.differentiable_loss(model, guide, *args, **kwargs)
@@ -236,6 +212,10 @@ class DropoutTraceMixin:
         value = torch_item(loss)
         warn_if_nan(value, "loss")
         return value
+
+    def __getstate__(self) -> dict:
+        """The loss's settings, without its traces (copies and pickles trace anew)."""
+        return {k: v for k, v in self.__dict__.items() if k != "jit_losses"}
 
     def retrace(self) -> None:
         """With ``jit``: trace the loss again at the next step, after changing a Python value it

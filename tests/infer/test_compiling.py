@@ -176,7 +176,7 @@ def test_inputs_are_still_checked():
 
 @pytest.mark.parametrize("make", [lambda: DropoutELBO(jit="fast"), lambda: BBAlpha(0.5, jit=2)])
 def test_an_unknown_jit_mode_is_an_error(make):
-    with pytest.raises(ValueError, match="jit must be False, True"):
+    with pytest.raises(ValueError, match="jit must be 'auto', False, True"):
         make()
 
 

@@ -102,13 +102,13 @@ def test_parameters_outside_the_param_store_are_named():
 
 
 def test_a_trace_whose_clean_up_fails_is_used_as_recorded(monkeypatch):
-    from pyro_dropout.infer.fast import traced
+    from pyro_dropout.infer.fast import recording
 
     def missing(graph):
         raise AttributeError("this PyTorch has no such pass")
 
     eager_losses, _ = _fit(DropoutELBO(), steps=6)
-    monkeypatch.setattr(traced, "simplify", missing)
+    monkeypatch.setattr(recording, "simplify", missing)
     loss = DropoutELBO(jit=True)
     jit_losses, _ = _fit(loss, steps=6)
     assert jit_losses == pytest.approx(eager_losses, rel=1e-4)

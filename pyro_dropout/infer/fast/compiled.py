@@ -30,14 +30,17 @@ __all__ = ["check_jit", "compile_loss"]
 
 
 def check_jit(owner: str, jit: Any) -> str:
-    """``jit`` as ``""`` (off), ``"trace"`` or ``"compile"``; a clear error for anything else."""
+    """``jit`` as ``""`` (off), ``"trace"``, ``"compile"`` or ``"auto"``; a clear error for
+    anything else."""
     if jit is False or jit is None:
         return ""
+    if jit == "auto":
+        return "auto"
     if jit is True or jit == "trace":
         return "trace"
     if jit == "compile":
         return "compile"
-    raise ValueError(f"{owner}: jit must be False, True (or 'trace') or 'compile'; got {jit!r}")
+    raise ValueError(f"{owner}: jit must be 'auto', False, True (or 'trace') or 'compile'; got {jit!r}")
 
 
 def compile_loss(

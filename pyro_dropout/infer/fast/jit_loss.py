@@ -11,6 +11,7 @@ step draws anew.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -27,13 +28,28 @@ __all__ = ["JitLoss"]
 
 class JitLoss:
     """``objective.differentiable_loss(model, guide, ...)``, traced once per input shape
-    (``mode="compile"``: and compiled by :func:`torch.compile`)."""
+    (``mode="compile"``: and compiled by :func:`torch.compile`; ``mode="auto"``: after each
+    shape's first eager calls, and eager without a word where tracing cannot be exact).
+    ``owned``: the objective keeps this loss (``objective.jit_losses``), so it is held weakly."""
 
-    def __init__(self, objective: Any, model: Callable, guide: Callable, mode: str = "trace") -> None:
-        self.objective, self.model, self.guide = objective, model, guide
+    def __init__(
+        self, objective: Any, model: Callable, guide: Callable, mode: str = "trace", owned: bool = False
+    ) -> None:
+        # held weakly where the objective keeps this loss (no cycle to keep the model and guide alive)
+        self._objective = weakref.ref(objective) if owned else lambda: objective
+        self.model, self.guide = model, guide
         self.names: list[str] = []
+        self.auto = mode == "auto"
+        self.outside = False  # mode="auto" with parameters outside the param store: eager
         owner = f"{type(objective).__name__}(jit={'True' if mode == 'trace' else repr(mode)})"
-        self.traced = TracedLoss(self._loss, mode, lambda: python_state(model, guide), owner)
+        self.traced = TracedLoss(self._loss, mode, self._state, owner)
+
+    @property
+    def objective(self) -> Any:
+        return self._objective()
+
+    def _state(self) -> tuple:
+        return python_state(self.model, self.guide)
 
     def _loss(self, *args: Any, **kwargs: Any) -> torch.Tensor:
         with pyro.validation_enabled(False), checked_outside():  # __call__ checks the inputs
@@ -44,7 +60,8 @@ class JitLoss:
             loss = self.objective.differentiable_loss(self.model, self.guide, *args, **kwargs)
         store = pyro.get_param_store()
         outside = [name for name in capture.trace.nodes if name not in store]
-        if outside:
+        self.outside = self.auto and bool(outside)
+        if outside and not self.auto:
             raise ValueError(
                 f"{type(self.objective).__name__}(jit=True): the parameters {outside[:3]} are not in "
                 "Pyro's param store (pyro.settings module_local_params=True?); use CompiledSVI, which "
@@ -54,6 +71,9 @@ class JitLoss:
         return loss
 
     def __call__(self, args: tuple, kwargs: dict) -> torch.Tensor:
+        if self.outside:
+            loss = self.objective.differentiable_loss(self.model, self.guide, *args, **kwargs)
+            return cast(torch.Tensor, loss)
         store = pyro.get_param_store()
         if not self.names or any(name not in store for name in self.names):
             return self._setup(args, kwargs)  # the first step (or a cleared store): eager

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import inspect
 import warnings
+import weakref
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -12,6 +14,8 @@ from pyro.util import get_rng_state, set_rng_state
 
 from .compiled import compile_loss
 from .frozen import changed_attribute, value_read_at
+from .recording import trace_loss
+from .spot_check import SpotChecks
 
 __all__ = [
     "TensorSlots",
@@ -25,6 +29,7 @@ __all__ = [
 ]
 
 MAX_RETRACES = 5  # changes of the modules' values that are always retraced, however frequent
+AUTO_AFTER = 32  # mode="auto": the eager calls of an input shape before it is traced
 
 
 def forked_rng(device: torch.device) -> Any:
@@ -85,70 +90,13 @@ class TensorSlots:
         return tuple(call_args), call_kwargs
 
 
-def simplify(graph: Any) -> None:
-    """Fold what a trace made per shape knows: sizes of its inputs, and the arithmetic on them and
-    on constants (the minibatch scale, a prior's constants), then drop repeated and unused nodes."""
-    internals: Any = torch._C
-    internals._jit_pass_constant_propagation(graph)
-    internals._jit_pass_peephole(graph, False)  # with shapes: a trace is made per input shape
-    _drop_identity_views(graph)
-    internals._jit_pass_cse(graph)
-    internals._jit_pass_dce(graph)
-    internals._jit_pass_constant_propagation(graph)
-
-
-_VIEWS = frozenset({"aten::expand", "aten::reshape", "aten::view"})
-
-
-def _drop_identity_views(graph: Any) -> None:
-    """Remove the views that keep their input's sizes (an ``expand`` to the shape a tensor
-    already has, say): each would be a node of the backward pass, doing nothing."""
-    for node in list(graph.nodes()):
-        if node.kind() not in _VIEWS:
-            continue
-        source, out = node.inputsAt(0), node.output()
-        before, after = source.type(), out.type()
-        if not (isinstance(before, torch._C.TensorType) and isinstance(after, torch._C.TensorType)):
-            continue
-        sizes = before.varyingSizes()
-        if sizes is not None and None not in sizes and sizes == after.varyingSizes():
-            out.replaceAllUsesWith(source)
-            node.destroy()
-
-
-def trace_loss(
-    fn: Callable[..., torch.Tensor], inputs: tuple, simplified: bool = True
-) -> Callable[..., torch.Tensor]:
-    """:func:`torch.jit.trace` of ``fn``, into a compilation unit freed with the result, and
-    :func:`simplify`-ed (where this PyTorch lacks a pass of it, the trace as recorded).
-
-    ``torch.jit.trace`` keeps every traced function in TorchScript's global compilation
-    unit for the life of the process (about 14 MB for a small network's loss, measured
-    with ``benchmarks/trace_memory.py``), so a process that fits many models grows without
-    bound. The trace is made the same way, as the method of a module of its own; where
-    this PyTorch lacks that internal route, the public function is used.
-    """
-    internals: Any = torch._C  # TorchScript's internals carry no type hints for these
-    unit = internals.CompilationUnit()
-    try:
-        module = internals.ScriptModule("__torch__.pyro_dropout.CompiledLoss", unit, True)
-        module._create_method_from_trace(
-            "forward", fn, inputs, lambda var: "", False, False, [], store_inputs=False
-        )
-    except (AttributeError, TypeError):
-        return torch.jit.trace(fn, inputs, check_trace=False)
-    method = module.forward
-    if simplified:
-        try:
-            simplify(method.graph)
-        except (AttributeError, RuntimeError):  # a pass this PyTorch lacks, or one that failed
-            return trace_loss(fn, inputs, simplified=False)
-
-    def run(*tensors: torch.Tensor) -> torch.Tensor:
-        return method(*tensors)
-
-    run.keep = (unit, module)  # type: ignore[attr-defined]  # the method lives in them
-    return run
+def _weak(fn: Callable) -> Callable[[], Any]:
+    """A reference to ``fn`` that keeps a method's object alive no longer than its other users
+    do: the object owns this tracer, and a cycle would keep its model and guide alive (and a
+    later guide of the same names would then not take the store's values)."""
+    if inspect.ismethod(fn):
+        return weakref.WeakMethod(fn)
+    return lambda: fn
 
 
 class TracedLoss:
@@ -165,7 +113,11 @@ class TracedLoss:
 
     ``mode="compile"`` compiles each trace with :func:`torch.compile`
     (:func:`~pyro_dropout.infer.fast.compiled.compile_loss`); where that fails, a warning says
-    why and this object traces with :func:`torch.jit.trace` from then on."""
+    why and this object traces with :func:`torch.jit.trace` from then on. ``mode="auto"`` (the
+    losses' default) traces an input shape once it has run eagerly :data:`AUTO_AFTER` times (short
+    fits, and shapes seen rarely, never pay for a trace), and where it cannot trace it runs eagerly
+    without a warning. In every mode the traces are spot-checked against the eager loss
+    (:mod:`~pyro_dropout.infer.fast.spot_check`)."""
 
     def __init__(
         self,
@@ -174,14 +126,25 @@ class TracedLoss:
         state: Callable[[], tuple] | None = None,
         owner: str = "jit=True",
     ) -> None:
-        if mode not in ("trace", "compile"):
-            raise ValueError(f"TracedLoss: mode must be 'trace' or 'compile', got {mode!r}")
-        self.loss, self.mode, self.state, self.owner = loss, mode, state or tuple, owner
+        if mode not in ("trace", "compile", "auto"):
+            raise ValueError(f"TracedLoss: mode must be 'trace', 'compile' or 'auto', got {mode!r}")
+        self.auto = mode == "auto"
+        self._loss, self._state = _weak(loss), _weak(state or tuple)
+        self.mode, self.owner = "trace" if self.auto else mode, owner
         self.traces: dict[Hashable, Callable[..., torch.Tensor]] = {}
         self.states: dict[Hashable, tuple] = {}  # the modules' values each call key was traced with
         self.retraces: dict[Hashable, int] = {}
         self.calls: dict[Hashable, int] = {}
+        self.checks = SpotChecks(owner)
         self.eager = ""  # why the loss runs eagerly ("" while it is traced)
+
+    @property
+    def loss(self) -> Callable[..., torch.Tensor]:
+        return self._loss()
+
+    @property
+    def state(self) -> Callable[[], tuple]:
+        return self._state()
 
     def retrace(self) -> None:
         """Drop every trace: the next call traces again (after changing a value the trace froze
@@ -198,13 +161,17 @@ class TracedLoss:
         self.calls[shape_key] = self.calls.get(shape_key, 0) + 1
         traced = self.traces.get((shape_key, state))
         if traced is None:
+            if self.auto and self.calls[shape_key] <= AUTO_AFTER:
+                return self.loss(*args, **kwargs)
             if not self._note_state(shape_key, state):
                 return self.loss(*args, **kwargs)
             made = self._trace(params, args, kwargs, slots)
             if made is None:
                 return self.loss(*args, **kwargs)
             traced = self.traces[(shape_key, state)] = made
-        return traced(*params, *slots.tensors(args, kwargs))
+            self.checks.restart()
+        inputs = (*params, *slots.tensors(args, kwargs))
+        return self.checks.run(traced, inputs, lambda: self.loss(*args, **kwargs))
 
     def _note_state(self, shape_key: Hashable, state: tuple) -> bool:
         """Record a new trace of ``shape_key`` for ``state``, dropping the one for the old state;
@@ -228,6 +195,8 @@ class TracedLoss:
     def _fall_back(self, why: str) -> None:
         self.eager = why
         self.retrace()
+        if self.auto:  # eager is what the caller asked for where tracing does not pay or is not exact
+            return
         warnings.warn(
             f"{self.owner}: {why}; the loss runs eagerly from now on (jit=False: no trace at all)",
             stacklevel=5,
@@ -259,4 +228,10 @@ class TracedLoss:
                 warnings.warn(f"jit='compile': {why}; tracing with torch.jit.trace instead", stacklevel=5)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # shape comparisons: a trace is made per shape
-                return trace_loss(loss_of, inputs)
+                if not self.auto:
+                    return trace_loss(loss_of, inputs)
+                try:
+                    return trace_loss(loss_of, inputs)
+                except Exception as error:  # what the tracer cannot record: the eager loss is exact
+                    self._fall_back(f"tracing failed ({type(error).__name__})")
+                    return None

@@ -1,0 +1,156 @@
+"""The losses' default, ``jit="auto"``: eager for the first steps of each input shape, traced after,
+the same training as ``jit=False`` draw for draw, and eager without a word where a trace cannot be
+exact; spot checks of every trace against the eager loss (:mod:`pyro_dropout.infer.fast.spot_check`)."""
+
+import copy
+import itertools
+import warnings
+
+import pyro
+import pytest
+import torch
+from pyro.infer import SVI
+
+from pyro_dropout import BBAlpha, DropoutELBO, DropoutGuide
+from pyro_dropout.infer import StaleTraceError
+from pyro_dropout.infer.fast.spot_check import CHECK_EVERY, SpotChecks
+from pyro_dropout.infer.fast.traced import AUTO_AFTER
+from pyro_dropout.nn import MLP
+
+STEPS = AUTO_AFTER + 12  # past the eager warm-up: traced steps, spot-checked ones among them
+
+
+def _fit(loss, steps=STEPS, sizes=(16,)):
+    pyro.set_rng_seed(0)
+    pyro.clear_param_store()
+    g = torch.Generator().manual_seed(1)
+    model = MLP(3, 1, hidden=(8,))
+    guide = DropoutGuide(model, dropout=0.2)
+    svi = SVI(model, guide, pyro.optim.Adam({"lr": 1e-2}), loss)
+    losses = []
+    for step in range(steps):
+        x = torch.randn(sizes[step % len(sizes)], 3, generator=g)
+        losses.append(svi.step(x, x.sum(-1), num_data=100))
+    return losses
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda **kw: DropoutELBO(**kw),
+        lambda **kw: DropoutELBO(num_particles=3, per_example_masks=True, **kw),
+        lambda **kw: BBAlpha(0.5, num_particles=3, **kw),
+    ],
+    ids=["elbo", "elbo-per-example", "bbalpha"],
+)
+def test_the_default_traces_after_the_warm_up_and_trains_as_eager(make):
+    loss = make()
+    assert loss.jit == "auto"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the default says nothing
+        losses = _fit(loss)
+    (jit,) = loss.jit_losses.values()
+    assert len(jit.traced.traces) == 1 and jit.traced.checks.calls == STEPS - 1 - AUTO_AFTER
+    # the same draws as the eager loss: the trace keeps every random draw, even an unused one
+    # (per-example masks draw the guide's per-draw mask too), so the numbers agree to rounding
+    assert losses == pytest.approx(_fit(make(jit=False)), rel=1e-5)
+
+
+def test_a_short_fit_is_never_traced():
+    loss = DropoutELBO()
+    _fit(loss, steps=AUTO_AFTER)
+    (jit,) = loss.jit_losses.values()
+    assert not jit.traced.traces
+
+
+def test_a_shape_seen_rarely_is_not_traced():
+    """Each batch size counts its own eager steps: one seen in a step of four (a last batch)
+    waits four times as long; every size here has fewer than AUTO_AFTER steps."""
+    loss = DropoutELBO()
+    _fit(loss, steps=3 * AUTO_AFTER, sizes=(16, 15, 14, 13))
+    (jit,) = loss.jit_losses.values()
+    assert not jit.traced.traces
+
+
+def test_a_loss_reading_a_value_runs_eagerly_without_a_warning():
+    """Where ``jit=True`` warns, the default (which never asked for a trace) is silent, and exact."""
+
+    class Reads(MLP):
+        def forward(self, x, y=None):
+            return super().forward(x if float(x.mean()) > 0 else -x, y)
+
+    pyro.clear_param_store()
+    model = Reads(3, 1, hidden=(8,))
+    loss = DropoutELBO()
+    svi = SVI(model, DropoutGuide(model, dropout=0.2), pyro.optim.Adam({"lr": 1e-2}), loss)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for step in range(STEPS):
+            svi.step(torch.randn(16, 3) + (-1) ** step, torch.randn(16))
+    (jit,) = loss.jit_losses.values()
+    assert "reads a tensor's value" in jit.traced.eager and not jit.traced.traces
+
+
+def test_parameters_outside_the_store_run_eagerly_by_default():
+    pyro.clear_param_store()
+    with pyro.settings.context(module_local_params=True):
+        model = MLP(3, 1, hidden=(8,))
+        loss = DropoutELBO()
+        svi = SVI(model, DropoutGuide(model, dropout=0.2), pyro.optim.Adam({"lr": 1e-2}), loss)
+        for _ in range(STEPS):
+            assert torch.isfinite(torch.tensor(svi.step(torch.randn(16, 3), torch.randn(16))))
+    (jit,) = loss.jit_losses.values()
+    assert jit.outside and not jit.traced.traces
+
+
+def test_one_loss_object_keeps_few_models_and_copies_without_traces():
+    loss = DropoutELBO()
+    for _ in range(6):
+        _fit(loss, steps=2)
+    assert len(loss.jit_losses) == 4  # the latest models only: the earlier ones are freed
+    copied = copy.deepcopy(loss)
+    assert "jit_losses" not in vars(copied) and copied.jit == "auto"
+
+
+def test_spot_checks_come_at_doubling_intervals_up_to_the_cap():
+    checks, due = SpotChecks("test"), []
+    for call in range(1, 2000):
+        if checks.calls + 1 == checks.due:
+            due.append(call)
+        checks.run(lambda: torch.tensor(1.0), (), lambda: torch.tensor(1.0))
+    assert due[:6] == [1, 3, 7, 15, 31, 63]
+    gaps = [b - a for a, b in itertools.pairwise(due)]
+    assert max(gaps) == CHECK_EVERY and gaps[-1] == CHECK_EVERY
+
+
+def test_a_spot_check_that_fails_names_both_values():
+    checks = SpotChecks("DropoutELBO(jit='auto')")
+    with pytest.raises(StaleTraceError, match=r"jit='auto'\): the traced loss gave 2 where .* gives 1 "):
+        checks.run(lambda: torch.tensor(2.0), (), lambda: torch.tensor(1.0))
+    checks = SpotChecks("x")  # rounding is not a change: within RTOL of the loss's size
+    assert float(checks.run(lambda: torch.tensor(1000.5), (), lambda: torch.tensor(1000.0))) == 1000.5
+
+
+SCALE = {"value": 1.0}  # a global the model reads: no key can see it change
+
+
+class Scaled(MLP):
+    def forward(self, x, y=None):
+        return super().forward(x * SCALE["value"], y)
+
+
+def test_the_default_refuses_a_trace_that_a_global_change_made_stale():
+    pyro.clear_param_store()
+    pyro.set_rng_seed(0)
+    model = Scaled(3, 1, hidden=(8,))
+    svi = SVI(model, DropoutGuide(model, dropout=0.2), pyro.optim.Adam({"lr": 1e-2}), DropoutELBO())
+    x = torch.randn(16, 3)
+    try:
+        for _ in range(AUTO_AFTER + 4):
+            svi.step(x, x.sum(-1))  # traced, and the first checks passed
+        SCALE["value"] = 3.0
+        with pytest.raises(StaleTraceError, match="a Python value the trace froze has changed"):
+            for _ in range(CHECK_EVERY):
+                svi.step(x, x.sum(-1))
+    finally:
+        SCALE["value"] = 1.0
