@@ -169,8 +169,11 @@ RAW_ADAMS = {"for-loop": {"foreach": False}, "foreach": {"foreach": True}, "fuse
 # the library's paths and Pyro's AutoNormal, timed in groups, each interleaved with the raw step:
 # eager SVI and jit=True SVI keep their parameters in the global param store under the same names,
 # so they must not be set up side by side
+# one path per group: each group sets up its own guide (two live guides of one model's names
+# share Pyro's param store, and the guides refuse that)
 GROUPS = (
-    ("compiled", "svi"),
+    ("compiled",),
+    ("svi",),
     ("svi_eager",),
     ("svi_jit",),
     ("svi_compile",),
