@@ -111,6 +111,9 @@ def check(runs: int, device: torch.device, x: torch.Tensor, y: torch.Tensor) -> 
 
 
 def main() -> None:
+    # several live models of one set of site names, stepped in turn: each keeps its own parameters
+    # (in Pyro's global store they would share them, which the guides refuse)
+    pyro.settings.set(module_local_params=True)
     args, device, runs, (x, y) = runs_benchmark_setup(
         __doc__, "bbalpha_step", B, D, default_runs=48, quick_runs=8
     )

@@ -133,6 +133,9 @@ def mask_sampler(
 
 
 def main() -> None:
+    # several live models of one set of site names, stepped in turn: each keeps its own parameters
+    # (in Pyro's global store they would share them, which the guides refuse)
+    pyro.settings.set(module_local_params=True)
     args, device, runs, (xr, yr) = runs_benchmark_setup(__doc__, "per_example_masks", B, D)
     # the noise check always takes 400 draws: with 50, the skewed per-entry gradients (an input
     # dropped for the whole minibatch now and then) put the largest |z| of the mean check above

@@ -1,6 +1,8 @@
 """``DropoutELBO(jit=True)`` / ``BBAlpha(..., jit=True)`` in plain ``SVI``: the same training as
 the eager loss, one trace per input shape, and clear errors."""
 
+import warnings
+
 import pyro
 import pytest
 import torch
@@ -115,3 +117,28 @@ def test_a_trace_whose_clean_up_fails_is_used_as_recorded(monkeypatch):
     (jit,) = loss.jit_losses.values()
     (trace,) = jit.traced.traces.values()
     assert "aten::size" in [n.kind() for n in trace.keep[1].forward.graph.nodes()]  # not folded
+
+
+def test_a_loss_with_an_unused_draw_runs_eagerly():
+    """The tracer drops a draw whose value is unused, so the trace would draw every later mask
+    apart from the eager loss (and the spot checks would refuse it). Checked once, when the trace
+    is made: the loss then runs eagerly, with a warning under jit=True and without at the default."""
+
+    class Unused(MLP):
+        def forward(self, x, y=None):
+            torch.empty(4, dtype=torch.int64).random_()  # drawn, never used
+            return super().forward(x, y)
+
+    for jit, warns in ((True, True), ("auto", False)):
+        pyro.clear_param_store()
+        model = Unused(3, 1, hidden=(8,))
+        loss = DropoutELBO(jit=jit)
+        svi = SVI(model, DropoutGuide(model, dropout=0.2), pyro.optim.Adam({"lr": 1e-2}), loss)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(40):
+                svi.step(torch.randn(16, 3), torch.randn(16))
+        (traced,) = loss.jit_losses.values()
+        assert "other random numbers" in traced.traced.eager and not traced.traced.traces
+        said = [w for w in caught if "other random numbers" in str(w.message)]
+        assert bool(said) == warns

@@ -22,12 +22,6 @@ def simplify(graph: Any) -> None:
     internals._jit_pass_constant_propagation(graph)
 
 
-def _random_draws(graph: Any) -> int:
-    """The number of random draws in ``graph``: simplifying must keep every one (an unused draw
-    still moves the generator, and the draws after it must be eager's)."""
-    return sum(1 for node in graph.nodes() if node.isNondeterministic())
-
-
 _VIEWS = frozenset({"aten::expand", "aten::reshape", "aten::view"})
 
 
@@ -51,7 +45,10 @@ def trace_loss(
     fn: Callable[..., torch.Tensor], inputs: tuple, simplified: bool = True
 ) -> Callable[..., torch.Tensor]:
     """:func:`torch.jit.trace` of ``fn``, into a compilation unit freed with the result, and
-    :func:`simplify`-ed (where this PyTorch lacks a pass of it, the trace as recorded).
+    :func:`simplify`-ed where the clean trace computes what the recorded one does: the same value
+    from the same random state, leaving the generator where the recorded trace leaves it (a pass
+    that drops or moves a draw would give every later mask another value), else as recorded (so
+    too where this PyTorch lacks a pass). Run it under a forked random state: it draws.
 
     ``torch.jit.trace`` keeps every traced function in TorchScript's global compilation
     unit for the life of the process (about 14 MB for a small network's loss, measured
@@ -59,6 +56,17 @@ def trace_loss(
     bound. The trace is made the same way, as the method of a module of its own; where
     this PyTorch lacks that internal route, the public function is used.
     """
+    recorded = _record(fn, inputs, clean=False)
+    if not simplified or not hasattr(recorded, "keep"):
+        return recorded
+    try:
+        lean = _record(fn, inputs, clean=True)
+    except (AttributeError, RuntimeError):  # a pass this PyTorch lacks, or one that failed
+        return recorded
+    return lean if _same_draws(recorded, lean, inputs) else recorded
+
+
+def _record(fn: Callable[..., torch.Tensor], inputs: tuple, clean: bool) -> Callable[..., torch.Tensor]:
     internals: Any = torch._C  # TorchScript's internals carry no type hints for these
     unit = internals.CompilationUnit()
     try:
@@ -69,17 +77,39 @@ def trace_loss(
     except (AttributeError, TypeError):
         return torch.jit.trace(fn, inputs, check_trace=False)
     method = module.forward
-    if simplified:
-        draws = _random_draws(method.graph)
-        try:
-            simplify(method.graph)
-        except (AttributeError, RuntimeError):  # a pass this PyTorch lacks, or one that failed
-            return trace_loss(fn, inputs, simplified=False)
-        if _random_draws(method.graph) != draws:  # a draw whose value is unused was dropped: the
-            return trace_loss(fn, inputs, simplified=False)  # trace would draw other masks than eager
+    if clean:
+        simplify(method.graph)
 
     def run(*tensors: torch.Tensor) -> torch.Tensor:
         return method(*tensors)
 
     run.keep = (unit, module)  # type: ignore[attr-defined]  # the method lives in them
     return run
+
+
+def _same_draws(first: Callable, second: Callable, inputs: tuple) -> bool:
+    """Whether ``first`` and ``second`` give the same outputs from one random state, and leave
+    the generator in one state."""
+    device = next((t.device for t in inputs if isinstance(t, torch.Tensor)), torch.device("cpu"))
+    cuda = device.type == "cuda"
+
+    def state() -> torch.Tensor:
+        return torch.cuda.get_rng_state(device) if cuda else torch.get_rng_state()
+
+    def restore(saved: torch.Tensor) -> None:
+        torch.cuda.set_rng_state(saved, device) if cuda else torch.set_rng_state(saved)
+
+    with torch.random.fork_rng(devices=[device] if cuda else []), torch.no_grad():
+        start = state()
+        a, after_a = first(*inputs), state()
+        restore(start)
+        b, after_b = second(*inputs), state()
+    return torch.equal(after_a, after_b) and _close(a, b)
+
+
+def _close(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and bool(torch.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True))
+    if isinstance(a, tuple | list) and isinstance(b, tuple | list) and len(a) == len(b):
+        return all(_close(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["CHECK_EVERY", "SpotChecks", "StaleTraceError"]
+__all__ = ["CHECK_EVERY", "SpotChecks", "StaleTraceError", "same_loss", "set_torch_rng", "torch_rng"]
 
 CHECK_EVERY = 256  # the longest interval between two checks, in traced calls
 RTOL = 1e-3  # the trace's and the eager loss's values agree to this, relative to the loss's size
@@ -55,10 +55,10 @@ class SpotChecks:
         if self.calls != self.due:
             return traced(*inputs)
         device = inputs[0].device if inputs else torch.device("cpu")
-        state = _torch_rng(device)
+        state = torch_rng(device)
         value = traced(*inputs)
         with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-            _set_torch_rng(state, device)
+            set_torch_rng(state, device)
             with torch.no_grad():
                 expected = eager()
         self._compare(value.detach(), expected.detach())
@@ -67,11 +67,7 @@ class SpotChecks:
         return value
 
     def _compare(self, value: torch.Tensor, expected: torch.Tensor) -> None:
-        finite = expected[torch.isfinite(expected)]
-        tolerance = RTOL * max(1.0, float(finite.abs().max()) if finite.numel() else 1.0)
-        same = value.shape == expected.shape and torch.allclose(
-            value, expected, rtol=RTOL, atol=tolerance, equal_nan=True
-        )
+        same = same_loss(value, expected)
         if same:
             return
         raise StaleTraceError(
@@ -84,15 +80,24 @@ class SpotChecks:
         )
 
 
+def same_loss(value: torch.Tensor, expected: torch.Tensor) -> bool:
+    """Whether a trace's loss is the eager loss's, to :data:`RTOL` of the loss's size."""
+    finite = expected[torch.isfinite(expected)]
+    tolerance = RTOL * max(1.0, float(finite.abs().max()) if finite.numel() else 1.0)
+    return value.shape == expected.shape and torch.allclose(
+        value, expected, rtol=RTOL, atol=tolerance, equal_nan=True
+    )
+
+
 def _show(value: torch.Tensor) -> str:
     return f"{float(value):.8g}" if value.numel() == 1 else f"a tensor of shape {tuple(value.shape)}"
 
 
-def _torch_rng(device: torch.device) -> tuple[Any, Any]:
+def torch_rng(device: torch.device) -> tuple[Any, Any]:
     return torch.get_rng_state(), torch.cuda.get_rng_state(device) if device.type == "cuda" else None
 
 
-def _set_torch_rng(state: tuple[Any, Any], device: torch.device) -> None:
+def set_torch_rng(state: tuple[Any, Any], device: torch.device) -> None:
     torch.set_rng_state(state[0])
     if state[1] is not None:
         torch.cuda.set_rng_state(state[1], device)

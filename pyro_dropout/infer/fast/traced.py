@@ -15,7 +15,7 @@ from pyro.util import get_rng_state, set_rng_state
 from .compiled import compile_loss
 from .frozen import changed_attribute, value_read_at
 from .recording import trace_loss
-from .spot_check import SpotChecks
+from .spot_check import SpotChecks, same_loss, set_torch_rng, torch_rng
 
 __all__ = [
     "TensorSlots",
@@ -210,28 +210,57 @@ class TracedLoss:
             return self.loss(*call_args, **call_kwargs)
 
         inputs = (*params, *slots.tensors(args, kwargs))
-        with forked_rng(params[0].device):
+        device = params[0].device
+        with forked_rng(device):
             with torch.no_grad():  # once eagerly: the checks made once per input shape (the batching
                 self.loss(*args, **kwargs)  # self-check reads values) are done before recording
-            where = value_read_at(loss_of, inputs)
-            if where is not None:
-                self._fall_back(
-                    f"the loss reads a tensor's value in Python at {where}, and a trace would keep the "
-                    "branch of the first inputs"
-                )
+            made = self._record(loss_of, inputs, len(params))
+            if made is None or self._draws_apart(made, inputs, args, kwargs):
                 return None
-            if self.mode == "compile":
-                compiled, why = compile_loss(loss_of, inputs, len(params))
-                if compiled is not None:
-                    return compiled
-                self.mode = "trace"
-                warnings.warn(f"jit='compile': {why}; tracing with torch.jit.trace instead", stacklevel=5)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # shape comparisons: a trace is made per shape
-                if not self.auto:
-                    return trace_loss(loss_of, inputs)
-                try:
-                    return trace_loss(loss_of, inputs)
-                except Exception as error:  # what the tracer cannot record: the eager loss is exact
-                    self._fall_back(f"tracing failed ({type(error).__name__})")
-                    return None
+            return made
+
+    def _draws_apart(self, made: Callable, inputs: tuple, args: tuple, kwargs: dict) -> bool:
+        """Whether the trace, from the eager loss's random state, gives another value or leaves the
+        generator elsewhere (a draw whose value is unused, which the tracer drops): then every
+        later mask would differ from the eager loss's, and the loss runs eagerly."""
+        device = inputs[0].device
+        start = torch_rng(device)
+        with torch.no_grad():
+            expected, after = self.loss(*args, **kwargs), torch_rng(device)
+            set_torch_rng(start, device)
+            value = made(*inputs)
+        if same_loss(value.detach(), expected.detach()) and all(
+            a is b or torch.equal(a, b) for a, b in zip(after, torch_rng(device), strict=True)
+        ):
+            return False
+        self._fall_back(
+            "the trace draws other random numbers than the loss run eagerly (a draw whose value is unused?)"
+        )
+        return True
+
+    def _record(
+        self, loss_of: Callable, inputs: tuple, num_params: int
+    ) -> Callable[..., torch.Tensor] | None:
+        """The trace (or compiled trace) of ``loss_of``; ``None`` where the loss must run eagerly."""
+        where = value_read_at(loss_of, inputs)
+        if where is not None:
+            self._fall_back(
+                f"the loss reads a tensor's value in Python at {where}, and a trace would keep the "
+                "branch of the first inputs"
+            )
+            return None
+        if self.mode == "compile":
+            compiled, why = compile_loss(loss_of, inputs, num_params)
+            if compiled is not None:
+                return compiled
+            self.mode = "trace"
+            warnings.warn(f"jit='compile': {why}; tracing with torch.jit.trace instead", stacklevel=5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # shape comparisons: a trace is made per shape
+            if not self.auto:
+                return trace_loss(loss_of, inputs)
+            try:
+                return trace_loss(loss_of, inputs)
+            except Exception as error:  # what the tracer cannot record: the eager loss is exact
+                self._fall_back(f"tracing failed ({type(error).__name__})")
+                return None
