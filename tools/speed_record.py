@@ -16,6 +16,7 @@ from pathlib import Path
 RECORD = Path(__file__).resolve().parents[1] / "docs" / "results" / "benchmarks"
 PATHS = {
     "svi": "`SVI`, `DropoutELBO()` / `BBAlpha(0.5)` (the default)",
+    "svi_eager": "`SVI`, `jit=False` (eager)",
     "svi_jit": "`SVI`, `jit=True`",
     "svi_compile": '`SVI`, `jit="compile"`',
     "svi_joint": '`SVI`, `jit="compile"`, `JointOptim`',
@@ -92,6 +93,7 @@ def claims(runs: list[dict]) -> dict[str, str]:
     uci, wide = CASES[:2], CASES[2:3]
     return {
         "default_uci": span(ratios(runs, "svi", uci)),
+        "default_wide": span(ratios(runs, "svi", wide)),
         "jit_uci": span(ratios(runs, "svi_jit", uci)),
         "joint_uci": span(ratios(runs, "svi_joint", uci)),
         "joint_wide": span(ratios(runs, "svi_joint", wide)),
