@@ -158,19 +158,22 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     hmc_elpd, hmc_summary = hmc(x, y, x_test, y_test, args)
     dropout_elpd, dropout_summary = dropout(x, y, x_test, y_test, args)
     results.update({"hmc (PSIS-LOO)": hmc_elpd, f"mc-dropout ({args.k}-fold)": dropout_elpd})
-    table = az.compare(results)
+    if args.hmc_kfold:  # like with like: the two K-fold estimates alone, their paired difference
+        kfolds = {name: value for name, value in results.items() if "fold)" in name}
+        extra["compare_kfold"] = compared(az.compare(kfolds))
     return {
         **extra,
         "rows": {"train": n, "test": len(x_test)},
         "hmc": {"elpd_per_point": float(hmc_elpd.elpd_loo) / n, **hmc_summary},
         "mc-dropout": {"elpd_per_point": float(dropout_elpd.elpd_loo) / n, **dropout_summary},
-        "compare": {
-            name: {
-                c: float(table.loc[name, c]) for c in ("rank", "elpd_loo", "p_loo", "elpd_diff", "se", "dse")
-            }
-            for name in table.index
-        },
+        "compare": compared(az.compare(results)),
     }
+
+
+def compared(table: Any) -> dict[str, dict[str, float]]:
+    """``az.compare``'s table as numbers, by model."""
+    columns = ("rank", "elpd_loo", "p_loo", "elpd_diff", "se", "dse")
+    return {name: {c: float(table.loc[name, c]) for c in columns} for name in table.index}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

@@ -146,6 +146,7 @@ def test_hmc_vs_dropout(tmp_path):
     assert out["rows"] == {"train": 455, "test": 51}
     assert set(out["compare"]) == {"hmc (PSIS-LOO)", "mc-dropout (2-fold)", "hmc (2-fold)"}
     assert sorted(row["rank"] for row in out["compare"].values()) == [0.0, 1.0, 2.0]
+    assert set(out["compare_kfold"]) == {"mc-dropout (2-fold)", "hmc (2-fold)"}  # like with like
     for name in ("hmc", "mc-dropout", "hmc_kfold"):
         assert all(math.isfinite(v) for v in out[name].values())
     kept = sorted(p.name for p in (tmp_path / "folds").iterdir())
