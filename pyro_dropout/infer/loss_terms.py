@@ -27,6 +27,7 @@ from .likelihood_checks import check_likelihood_site, check_targets
 from .per_example import MeanWeights, replay_per_example
 
 MAX_JIT_LOSSES = 4  # the (model, guide) pairs whose traced losses one loss object keeps
+
 __all__ = [
     "PARTICLE_PLATE",
     "DropoutTraceMixin",

@@ -7,6 +7,8 @@ from typing import Any
 
 import torch
 
+from .spot_check import same_rng, set_torch_rng, torch_rng
+
 __all__ = ["simplify", "trace_loss"]
 
 
@@ -91,20 +93,12 @@ def _same_draws(first: Callable, second: Callable, inputs: tuple) -> bool:
     """Whether ``first`` and ``second`` give the same outputs from one random state, and leave
     the generator in one state."""
     device = next((t.device for t in inputs if isinstance(t, torch.Tensor)), torch.device("cpu"))
-    cuda = device.type == "cuda"
-
-    def state() -> torch.Tensor:
-        return torch.cuda.get_rng_state(device) if cuda else torch.get_rng_state()
-
-    def restore(saved: torch.Tensor) -> None:
-        torch.cuda.set_rng_state(saved, device) if cuda else torch.set_rng_state(saved)
-
-    with torch.random.fork_rng(devices=[device] if cuda else []), torch.no_grad():
-        start = state()
-        a, after_a = first(*inputs), state()
-        restore(start)
-        b, after_b = second(*inputs), state()
-    return torch.equal(after_a, after_b) and _close(a, b)
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), torch.no_grad():
+        start = torch_rng(device)
+        a, after_a = first(*inputs), torch_rng(device)
+        set_torch_rng(start, device)
+        b, after_b = second(*inputs), torch_rng(device)
+    return same_rng(after_a, after_b) and _close(a, b)
 
 
 def _close(a: Any, b: Any) -> bool:

@@ -18,7 +18,15 @@ from typing import Any
 
 import torch
 
-__all__ = ["CHECK_EVERY", "SpotChecks", "StaleTraceError", "same_loss", "set_torch_rng", "torch_rng"]
+__all__ = [
+    "CHECK_EVERY",
+    "SpotChecks",
+    "StaleTraceError",
+    "same_loss",
+    "same_rng",
+    "set_torch_rng",
+    "torch_rng",
+]
 
 CHECK_EVERY = 256  # the longest interval between two checks, in traced calls
 RTOL = 1e-3  # the trace's and the eager loss's values agree to this, relative to the loss's size
@@ -101,3 +109,8 @@ def set_torch_rng(state: tuple[Any, Any], device: torch.device) -> None:
     torch.set_rng_state(state[0])
     if state[1] is not None:
         torch.cuda.set_rng_state(state[1], device)
+
+
+def same_rng(a: tuple[Any, Any], b: tuple[Any, Any]) -> bool:
+    """Whether two :func:`torch_rng` states are one."""
+    return all(x is y or torch.equal(x, y) for x, y in zip(a, b, strict=True))

@@ -15,7 +15,7 @@ from pyro.util import get_rng_state, set_rng_state
 from .compiled import compile_loss
 from .frozen import changed_attribute, value_read_at
 from .recording import trace_loss
-from .spot_check import SpotChecks, same_loss, set_torch_rng, torch_rng
+from .spot_check import SpotChecks, same_loss, same_rng, set_torch_rng, torch_rng
 
 __all__ = [
     "TensorSlots",
@@ -225,13 +225,11 @@ class TracedLoss:
         later mask would differ from the eager loss's, and the loss runs eagerly."""
         device = inputs[0].device
         start = torch_rng(device)
-        with torch.no_grad():
-            expected, after = self.loss(*args, **kwargs), torch_rng(device)
+        with torch.no_grad():  # eager again: the first eager run may have drawn for the checks made
+            expected, after = self.loss(*args, **kwargs), torch_rng(device)  # once per input shape
             set_torch_rng(start, device)
             value = made(*inputs)
-        if same_loss(value.detach(), expected.detach()) and all(
-            a is b or torch.equal(a, b) for a, b in zip(after, torch_rng(device), strict=True)
-        ):
+        if same_loss(value.detach(), expected.detach()) and same_rng(after, torch_rng(device)):
             return False
         self._fall_back(
             "the trace draws other random numbers than the loss run eagerly (a draw whose value is unused?)"
@@ -257,10 +255,10 @@ class TracedLoss:
             warnings.warn(f"jit='compile': {why}; tracing with torch.jit.trace instead", stacklevel=5)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # shape comparisons: a trace is made per shape
-            if not self.auto:
-                return trace_loss(loss_of, inputs)
             try:
                 return trace_loss(loss_of, inputs)
             except Exception as error:  # what the tracer cannot record: the eager loss is exact
+                if not self.auto:
+                    raise
                 self._fall_back(f"tracing failed ({type(error).__name__})")
                 return None
