@@ -101,9 +101,22 @@ def machine(device: torch.device) -> dict[str, Any]:
 
 
 def write(name: str, payload: dict[str, Any]) -> Path:
+    """Write ``payload`` to ``benchmarks/results/NAME.json`` atomically. An earlier run's file is
+    kept beside it, renamed ``NAME.<its time>.json``, never overwritten; a link is refused."""
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"{name}.json"
-    path.write_text(json.dumps(payload, indent=2))
+    if path.is_symlink():
+        raise SystemExit(f"{path} is a link; refusing to write through it")
+    if path.exists():
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(path.stat().st_mtime))
+        earlier = RESULTS / f"{name}.{stamp}.json"
+        while earlier.exists():
+            earlier = earlier.with_name(earlier.stem + "-1.json")
+        path.rename(earlier)
+        print(f"kept the earlier run as {earlier}")
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    partial.write_text(json.dumps(payload, indent=2))
+    os.replace(partial, path)
     print(f"wrote {path}")
     return path
 

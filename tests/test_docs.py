@@ -136,3 +136,18 @@ def test_the_speed_claims_are_the_benchmark_of_records():
     missing = {name: text for name, text in tool.claims(runs).items() if text not in readme}
     assert not missing, f"README.md does not state these ranges of the benchmark of record: {missing}"
     assert "1.2-1.6×" not in readme  # the earlier claim, against another raw step
+
+
+def test_the_compile_costs_quoted_are_the_stored_run():
+    """The README's and docs/performance.md's compile times are benchmarks/compile_cost.py's stored
+    run (docs/results/benchmarks/compile_cost_cpu.json)."""
+    root = Path(__file__).resolve().parents[1]
+    stored = root / "docs" / "results" / "benchmarks" / "compile_cost_cpu.json"
+    rows = json.loads(stored.read_text())["rows"]
+    readme, page = (root / "README.md").read_text(), (root / "docs" / "performance.md").read_text()
+    cold, warm, old = rows["cold"], rows["warm"], rows["every_shape"]
+    quoted = [f"{cold['first_steps_s']:.1f} s", f"{warm['first_steps_s']:.1f} s"]
+    quoted.append(f"{cold['new_batch_first_step_s']:.2f} s")
+    for text in quoted:
+        assert text in readme and text in page, text
+    assert f"{old['new_batch_first_step_s']:.2f} s (compiled)" in page

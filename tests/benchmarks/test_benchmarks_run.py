@@ -29,6 +29,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
         "shared_pass",
         "kfold_cost",
         "kl_passes",
+        "compile_cost",
     ],
 )
 def test_benchmark_runs(script):

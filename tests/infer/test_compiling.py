@@ -184,3 +184,60 @@ def test_compiled_svi_rejects_an_unknown_mode():
     model = MLP(3, 1, hidden=(8,))
     with pytest.raises(ValueError, match="CompiledSVI: jit must be"):
         CompiledSVI(model, DropoutGuide(model), pyro.optim.Adam({"lr": 1e-2}), DropoutELBO(), jit_compile="x")
+
+
+def _compile_counter(monkeypatch):
+    """Replace the compiler by the trace, counting the input shapes it is asked to compile."""
+    from pyro_dropout.infer.fast import traced as traced_module
+
+    asked: list[tuple[int, ...]] = []
+
+    def count(fn, inputs, num_params=0):
+        asked.append(tuple(inputs[num_params].shape))
+        return traced_module.trace_loss(fn, inputs), ""
+
+    monkeypatch.setattr(traced_module, "compile_loss", count)
+    monkeypatch.setattr(traced_module, "COMPILE_AFTER", 3)
+    return asked
+
+
+def test_a_later_batch_size_is_traced_until_it_has_been_called_often(monkeypatch):
+    # the first input shape compiles at once; the short batch runs its trace (no wait for the
+    # compiler) and compiles only after COMPILE_AFTER calls
+    asked = _compile_counter(monkeypatch)
+    pyro.set_rng_seed(0)
+    pyro.clear_param_store()
+    model = MLP(3, 1, hidden=(8,))
+    loss = DropoutELBO(jit="compile")
+    svi = SVI(model, DropoutGuide(model, dropout=0.2), pyro.optim.Adam({"lr": 1e-2}), loss)
+    x16, x5 = torch.randn(16, 3), torch.randn(5, 3)
+    svi.step(x16, x16.sum(-1), num_data=100)  # eager: finds the parameters
+    svi.step(x16, x16.sum(-1), num_data=100)
+    assert asked == [(16, 3)]
+    for calls in range(1, 5):
+        svi.step(x5, x5.sum(-1), num_data=100)
+        assert asked == [(16, 3)] + [(5, 3)] * (calls > 3), calls
+    (jit,) = loss.jit_losses.values()
+    assert len(jit.traced.traces) == 2 and not jit.traced.waiting
+    assert jit.traced.compiled == set(jit.traced.calls)
+
+
+@pytest.mark.slow
+def test_a_later_batch_size_runs_its_trace_and_gives_the_eager_loss():
+    pyro.clear_param_store()
+    model = MLP(3, 1, hidden=(8,))
+    guide = DropoutGuide(model, dropout=0.2)
+    x16, x5 = torch.randn(16, 3), torch.randn(5, 3)
+    compiled = JitLoss(DropoutELBO(), model, guide, "compile")
+    compiled((x16, x16.sum(-1)), {"num_data": 100})  # eager: creates the parameters
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="jit='compile'")  # no fallback to the trace
+        compiled((x16, x16.sum(-1)), {"num_data": 100})  # records and compiles
+        compiled((x5, x5.sum(-1)), {"num_data": 100})  # traced, not compiled
+    assert len(compiled.traced.traces) == 2 and len(compiled.traced.waiting) == 1
+    eager = DropoutELBO(jit=False)
+    eager.differentiable_loss(model, guide, x5, x5.sum(-1), num_data=100)  # guesses the plate nesting
+    pyro.set_rng_seed(3)
+    expected = eager.differentiable_loss(model, guide, x5, x5.sum(-1), num_data=100).item()
+    pyro.set_rng_seed(3)
+    assert compiled((x5, x5.sum(-1)), {"num_data": 100}).item() == pytest.approx(expected, rel=1e-6)

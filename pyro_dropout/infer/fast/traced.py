@@ -30,6 +30,12 @@ __all__ = [
 
 MAX_RETRACES = 5  # changes of the modules' values that are always retraced, however frequent
 AUTO_AFTER = 32  # mode="auto": the eager calls of an input shape before it is traced
+# mode="compile": the first input shape compiles at its first call; a later one (the short last
+# batch of an epoch, an evaluation batch) runs its trace, and is compiled once it has been called
+# this many times. Compiling a shape takes seconds (tens with a cold cache); the trace runs within
+# a millisecond of the compiled loss on the networks of benchmarks/svi_step.py, so a shape seen
+# once an epoch would not repay it
+COMPILE_AFTER = 1000
 
 
 def forked_rng(device: torch.device) -> Any:
@@ -111,9 +117,11 @@ class TracedLoss:
     modules' attributes change at almost every call (:mod:`~pyro_dropout.infer.fast.frozen`).
     :meth:`retrace` drops the traces, after a change the key cannot see.
 
-    ``mode="compile"`` compiles each trace with :func:`torch.compile`
-    (:func:`~pyro_dropout.infer.fast.compiled.compile_loss`); where that fails, a warning says
-    why and this object traces with :func:`torch.jit.trace` from then on. ``mode="auto"`` (the
+    ``mode="compile"`` compiles the first input shape's trace with :func:`torch.compile`
+    (:func:`~pyro_dropout.infer.fast.compiled.compile_loss`), and another shape's once it has
+    been called :data:`COMPILE_AFTER` times (traced until then: a new batch size never waits for
+    the compiler); where compiling fails, a warning says why and this object traces with
+    :func:`torch.jit.trace` from then on. ``mode="auto"`` (the
     losses' default) traces an input shape once it has run eagerly :data:`AUTO_AFTER` times (short
     fits, and shapes seen rarely, never pay for a trace), and where it cannot trace it runs eagerly
     without a warning. In every mode the traces are spot-checked against the eager loss
@@ -135,6 +143,8 @@ class TracedLoss:
         self.states: dict[Hashable, tuple] = {}  # the modules' values each call key was traced with
         self.retraces: dict[Hashable, int] = {}
         self.calls: dict[Hashable, int] = {}
+        self.compiled: set[Hashable] = set()  # mode="compile": the input shapes compiled
+        self.waiting: set[Hashable] = set()  # and those traced until COMPILE_AFTER calls
         self.checks = SpotChecks(owner)
         self.eager = ""  # why the loss runs eagerly ("" while it is traced)
 
@@ -158,20 +168,32 @@ class TracedLoss:
         slots = TensorSlots(args, kwargs)
         shape_key = (tuple(p.requires_grad for p in params), call_key(args, kwargs))
         state = self.state()
-        self.calls[shape_key] = self.calls.get(shape_key, 0) + 1
+        calls = self.calls[shape_key] = self.calls.get(shape_key, 0) + 1
         traced = self.traces.get((shape_key, state))
-        if traced is None:
-            if self.auto and self.calls[shape_key] <= AUTO_AFTER:
+        if traced is None or (shape_key in self.waiting and calls > COMPILE_AFTER):
+            if self.auto and calls <= AUTO_AFTER:
                 return self.loss(*args, **kwargs)
-            if not self._note_state(shape_key, state):
+            if traced is None and not self._note_state(shape_key, state):
                 return self.loss(*args, **kwargs)
-            made = self._trace(params, args, kwargs, slots)
+            made = self._trace(params, args, kwargs, slots, self._compile_now(shape_key, calls))
             if made is None:
                 return self.loss(*args, **kwargs)
             traced = self.traces[(shape_key, state)] = made
             self.checks.restart()
         inputs = (*params, *slots.tensors(args, kwargs))
         return self.checks.run(traced, inputs, lambda: self.loss(*args, **kwargs))
+
+    def _compile_now(self, shape_key: Hashable, calls: int) -> bool:
+        """Whether the trace about to be made is compiled (``mode="compile"``): the first input
+        shape's, a shape compiled before, or one called more than :data:`COMPILE_AFTER` times."""
+        if self.mode != "compile":
+            return False
+        if self.compiled and shape_key not in self.compiled and calls <= COMPILE_AFTER:
+            self.waiting.add(shape_key)
+            return False
+        self.waiting.discard(shape_key)
+        self.compiled.add(shape_key)
+        return True
 
     def _note_state(self, shape_key: Hashable, state: tuple) -> bool:
         """Record a new trace of ``shape_key`` for ``state``, dropping the one for the old state;
@@ -203,7 +225,7 @@ class TracedLoss:
         )
 
     def _trace(
-        self, params: list[torch.Tensor], args: tuple, kwargs: dict, slots: TensorSlots
+        self, params: list[torch.Tensor], args: tuple, kwargs: dict, slots: TensorSlots, compiling: bool
     ) -> Callable[..., torch.Tensor] | None:
         def loss_of(*inputs: torch.Tensor) -> torch.Tensor:
             call_args, call_kwargs = slots.put(args, kwargs, inputs[len(params) :])
@@ -214,7 +236,7 @@ class TracedLoss:
         with forked_rng(device):
             with torch.no_grad():  # once eagerly: the checks made once per input shape (the batching
                 self.loss(*args, **kwargs)  # self-check reads values) are done before recording
-            made = self._record(loss_of, inputs, len(params))
+            made = self._record(loss_of, inputs, len(params), compiling)
             if made is None or self._draws_apart(made, inputs, args, kwargs):
                 return None
             return made
@@ -237,9 +259,10 @@ class TracedLoss:
         return True
 
     def _record(
-        self, loss_of: Callable, inputs: tuple, num_params: int
+        self, loss_of: Callable, inputs: tuple, num_params: int, compiling: bool
     ) -> Callable[..., torch.Tensor] | None:
-        """The trace (or compiled trace) of ``loss_of``; ``None`` where the loss must run eagerly."""
+        """The trace (compiled if ``compiling``) of ``loss_of``; ``None`` where the loss must run
+        eagerly."""
         where = value_read_at(loss_of, inputs)
         if where is not None:
             self._fall_back(
@@ -247,7 +270,7 @@ class TracedLoss:
                 "branch of the first inputs"
             )
             return None
-        if self.mode == "compile":
+        if compiling:
             compiled, why = compile_loss(loss_of, inputs, num_params)
             if compiled is not None:
                 return compiled
