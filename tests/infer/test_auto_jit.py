@@ -154,3 +154,22 @@ def test_the_default_refuses_a_trace_that_a_global_change_made_stale():
                 svi.step(x, x.sum(-1))
     finally:
         SCALE["value"] = 1.0
+
+
+@pytest.mark.parametrize("traced", [False, True], ids=["eager-steps", "traced-steps"])
+@pytest.mark.parametrize("arg", [0, 1])
+def test_an_input_holding_nan_is_named_and_nothing_is_updated(traced, arg):
+    # the inputs are checked once the loss is not finite, in the eager steps and the traced ones
+    pyro.clear_param_store()
+    model = MLP(3, 1, hidden=(8,))
+    svi = SVI(model, DropoutGuide(model, dropout=0.2), pyro.optim.Adam({"lr": 1e-2}), DropoutELBO())
+    x = torch.randn(16, 3)
+    for _ in range(AUTO_AFTER + 2 if traced else 2):
+        svi.step(x, x.sum(-1), num_data=100)
+    before = {k: v.detach().clone() for k, v in pyro.get_param_store().items()}
+    inputs = [x.clone(), x.sum(-1)]
+    inputs[arg][3] = float("nan")
+    with pytest.raises(ValueError, match=rf"model argument {arg} \(shape .*\) contains NaN or inf"):
+        svi.step(*inputs, num_data=100)
+    for name, value in pyro.get_param_store().items():
+        assert torch.equal(value.detach(), before[name]), name

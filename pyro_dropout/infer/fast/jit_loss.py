@@ -11,6 +11,7 @@ step draws anew.
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Callable
 from typing import Any, cast
@@ -78,7 +79,8 @@ class JitLoss:
         if not self.names or any(name not in store for name in self.names):
             return self._setup(args, kwargs)  # the first step (or a cleared store): eager
         check_not_empty(args, kwargs)
-        if self.objective.check_finite:
-            check_finite_inputs(args, kwargs)
         params = [cast(Any, pyro.param(name)).unconstrained() for name in self.names]  # recorded for SVI
-        return self.traced(params, args, kwargs)
+        loss = self.traced(params, args, kwargs)
+        if self.objective.check_finite and not math.isfinite(float(loss.detach())):
+            check_finite_inputs(args, kwargs)  # an input holding NaN or inf is named as the cause; the
+        return loss  # check costs nothing while the loss is finite
