@@ -58,10 +58,14 @@ class ConcreteDropout(MaskedWeight):
         new.temperature = self.temperature
 
     def sample_keep_with(self, shape: torch.Size, p: torch.Tensor | float) -> torch.Tensor:
+        # keep = 1 - sigmoid((logit p + logit u) / t) = sigmoid(-logit(u) / t - logit(p) / t): the
+        # noise term made in place, without gradient, and one pass that carries p's gradient
         p = torch.as_tensor(p, dtype=self.loc.dtype, device=self.loc.device)
-        u = torch.rand(shape, dtype=self.loc.dtype, device=self.loc.device).clamp(_EPS, 1 - _EPS)
-        logit = torch.log(p + _EPS) - torch.log1p(-p + _EPS) + torch.log(u) - torch.log1p(-u)
-        return 1.0 - torch.sigmoid(logit / self.temperature)
+        with torch.no_grad():
+            u = torch.rand(shape, dtype=self.loc.dtype, device=self.loc.device)
+            noise = u.clamp_(_EPS, 1 - _EPS).logit_().mul_(-1.0 / self.temperature)
+        drop_logit = (torch.log(p + _EPS) - torch.log1p(-p + _EPS)) / self.temperature
+        return torch.sigmoid(noise - drop_logit)
 
     def log_prob_keep(self, keep: torch.Tensor) -> torch.Tensor:
         # density of the relaxed drop indicator z = 1 - keep under RelaxedBernoulli(t, p)
