@@ -30,6 +30,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
         "kfold_cost",
         "kl_passes",
         "compile_cost",
+        "process_dependence",
     ],
 )
 def test_benchmark_runs(script):
