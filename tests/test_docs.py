@@ -151,3 +151,26 @@ def test_the_compile_costs_quoted_are_the_stored_run():
     for text in quoted:
         assert text in readme and text in page, text
     assert f"{old['new_batch_first_step_s']:.2f} s (compiled)" in page
+
+
+def test_the_process_dependence_table_is_the_stored_runs():
+    """docs/performance.md § 17 quotes benchmarks/process_dependence.py's two stored runs."""
+    root = Path(__file__).resolve().parents[1]
+    page = (root / "docs" / "performance.md").read_text()
+    runs = [
+        json.loads(
+            (root / "docs" / "results" / "benchmarks" / f"process_dependence_cpu_run{i}.json").read_text()
+        )
+        for i in (1, 2)
+    ]
+    labels = {
+        "alone": "alone",
+        "alone_again": "alone, again",
+        "contenders": "twelve contenders alive",
+        "gc_frozen": "contenders, `gc.freeze()`",
+        "gc_off": "contenders, collector off",
+        "deleted": "contenders deleted",
+    }
+    for key, label in labels.items():
+        cells = " | ".join(f"{run['rows'][key]['ratio']:.2f}×" for run in runs)
+        assert f"| {label} | {cells} |" in page, label
