@@ -40,8 +40,9 @@ class CompiledSVI(SVI):
     arguments (e.g. a smaller last minibatch). Requirements, as for any traced code: the
     model and guide have a static structure, and create all their parameters on the first
     step. ``jit_compile=False`` keeps the single optimizer but runs the loss eagerly;
-    ``jit_compile="compile"`` also compiles each trace with :func:`torch.compile` (fused
-    kernels for the loss and its gradient, after a first compile of seconds to a minute; see
+    ``jit_compile="compile"`` also compiles the trace with :func:`torch.compile` (fused
+    kernels for the loss and its gradient, after a first compile of seconds to a minute; a
+    later input shape is traced until its 1,000th call; see
     :mod:`pyro_dropout.infer.fast.compiled`).
 
     PyTorch deprecates TorchScript, :func:`torch.jit.trace` included, from 2.11; in 2.13, the

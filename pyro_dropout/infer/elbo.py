@@ -54,8 +54,9 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
     in silence: call ``retrace()`` after such a change, or pass ``jit=False``. ``jit=True`` traces
     from the second step on and warns where it cannot. ``jit="compile"`` also compiles each trace
     with :func:`torch.compile` into fused kernels for the loss and its gradient: the fastest
-    step, after a first compile of seconds to a minute per input shape (cached on disk across
-    processes); where compiling fails it warns and traces instead
+    step, after a first compile of seconds to a minute (cached on disk across processes); a later
+    input shape, such as a short last batch, runs its trace until its 1,000th call, and compiles
+    then; where compiling fails it warns and traces instead
     (:mod:`pyro_dropout.infer.fast.compiled`).
 
     Usage:
