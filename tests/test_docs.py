@@ -174,3 +174,14 @@ def test_the_process_dependence_table_is_the_stored_runs():
     for key, label in labels.items():
         cells = " | ".join(f"{run['rows'][key]['ratio']:.2f}×" for run in runs)
         assert f"| {label} | {cells} |" in page, label
+
+
+def test_the_wide_particles_table_is_the_stored_run():
+    """docs/performance.md § 18 quotes benchmarks/wide_particles.py's stored run."""
+    root = Path(__file__).resolve().parents[1]
+    page = (root / "docs" / "performance.md").read_text()
+    rows = json.loads((root / "docs" / "results" / "benchmarks" / "wide_particles_cpu.json").read_text())[
+        "rows"
+    ]
+    for row in rows.values():
+        assert f"| {row['ms']:.1f} ms | {row['vs_raw']:.2f}× |" in page, row

@@ -31,6 +31,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
         "kl_passes",
         "compile_cost",
         "process_dependence",
+        "wide_particles",
     ],
 )
 def test_benchmark_runs(script):
