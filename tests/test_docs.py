@@ -185,3 +185,6 @@ def test_the_wide_particles_table_is_the_stored_run():
     ]
     for row in rows.values():
         assert f"| {row['ms']:.1f} ms | {row['vs_raw']:.2f}× |" in page, row
+    readme = (root / "README.md").read_text()
+    for name in ("library", "library_per_example"):
+        assert f"{rows[name]['vs_raw']:.2f}×" in readme, name
