@@ -91,7 +91,10 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
         out = paired_methods(args.dataset, args.method, args.against, args.results, args.against_results)
         what = f"{args.method} - {args.against}"
     for metric, d in out.items():
-        print(f"{metric}: {what} = {d['mean']:+.4f} +- {d['se']:.4f} over {int(d['n'])} splits")
+        if int(d["n"]) == 1:  # no spread to estimate a standard error from
+            print(f"{metric}: {what} = {d['mean']:+.4f} on one split (no standard error)")
+        else:
+            print(f"{metric}: {what} = {d['mean']:+.4f} +- {d['se']:.4f} over {int(d['n'])} splits")
     return out
 
 
