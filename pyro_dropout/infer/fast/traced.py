@@ -32,9 +32,9 @@ MAX_RETRACES = 5  # changes of the modules' values that are always retraced, how
 AUTO_AFTER = 32  # mode="auto": the eager calls of an input shape before it is traced
 # mode="compile": the first input shape compiles at its first call; a later one (the short last
 # batch of an epoch, an evaluation batch) runs its trace, and is compiled once it has been called
-# this many times. Compiling a shape takes seconds (tens with a cold cache); the trace runs within
-# a millisecond of the compiled loss on the networks of benchmarks/svi_step.py, so a shape seen
-# once an epoch would not repay it
+# this many times. Compiling a shape takes 6-30 s (benchmarks/compile_cost.py); a traced step costs
+# 0.1-0.5 ms more than a compiled one on the UCI net and 5 ms more on the wide net
+# (benchmarks/svi_step.py), so a shape seen once an epoch would not repay it
 COMPILE_AFTER = 1000
 
 
