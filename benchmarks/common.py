@@ -13,6 +13,8 @@ from typing import Any
 
 import torch
 
+from pyro_dropout_experiments.core.atomic import write_atomically
+
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -114,9 +116,7 @@ def write(name: str, payload: dict[str, Any]) -> Path:
             earlier = earlier.with_name(earlier.stem + "-1.json")
         path.rename(earlier)
         print(f"kept the earlier run as {earlier}")
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    partial.write_text(json.dumps(payload, indent=2))
-    os.replace(partial, path)
+    write_atomically(path, json.dumps(payload, indent=2))
     print(f"wrote {path}")
     return path
 

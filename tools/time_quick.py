@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -25,6 +24,8 @@ import tempfile
 import time
 from datetime import date
 from pathlib import Path
+
+from pyro_dropout_experiments.core.atomic import write_atomically
 
 # every command that trains, as a user tries it first (the data from the default folder)
 COMMANDS: dict[str, list[str]] = {
@@ -92,9 +93,7 @@ def table(record: dict) -> str:
 
 
 def _write(path: Path, record: dict) -> None:
-    partial = path.with_suffix(".json.partial")
-    partial.write_text(json.dumps(record, indent=1))
-    os.replace(partial, path)
+    write_atomically(path, json.dumps(record, indent=1))
 
 
 def main(argv: list[str] | None = None) -> int:
