@@ -73,6 +73,7 @@ class RawStep:
         alpha: float | None,
         device: torch.device,
         adam: dict[str, bool],
+        per_example: bool = False,
     ):
         g = torch.Generator().manual_seed(0)
         self.weights = [
@@ -81,6 +82,7 @@ class RawStep:
         ]
         self.biases = [torch.zeros(b, device=device, requires_grad=True) for b in sizes[1:]]
         self.classes, self.k, self.alpha, self.device = classes, particles, alpha, device
+        self.per_example = per_example  # K particles: one mask per particle and example
         self.opt = torch.optim.Adam([*self.weights, *self.biases], lr=LR, **adam)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -93,10 +95,12 @@ class RawStep:
         return h.unsqueeze(0)
 
     def particles(self, x: torch.Tensor) -> torch.Tensor:
-        """K particles, each one mask per input unit shared by the minibatch; ``[K, B, out]``."""
+        """K particles, each one mask per input unit shared by the minibatch (or, ``per_example``,
+        one per example); ``[K, B, out]``."""
         h = x.expand(self.k, *x.shape)
+        rows = x.shape[0] if self.per_example else 1
         for i, (w, b) in enumerate(zip(self.weights, self.biases, strict=True)):
-            keep = (torch.rand(self.k, 1, w.shape[1], device=self.device) > P).to(x.dtype) / (1 - P)
+            keep = (torch.rand(self.k, rows, w.shape[1], device=self.device) > P).to(x.dtype) / (1 - P)
             h = torch.baddbmm(b, h * keep, w.T.expand(self.k, *w.T.shape))
             if i < len(self.weights) - 1:
                 h = torch.relu(h)

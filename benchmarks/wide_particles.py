@@ -35,19 +35,6 @@ from common import interleaved_times, machine, write
 SIZES, BATCH, K, ALPHA = [784, 1024, 1024, 10], 128, 10, 0.5
 
 
-class RawPerExample(bench.RawStep):
-    """The raw step with one mask per particle, example and input unit."""
-
-    def particles(self, x: torch.Tensor) -> torch.Tensor:
-        h = x.expand(self.k, *x.shape)
-        for i, (w, b) in enumerate(zip(self.weights, self.biases, strict=True)):
-            keep = (torch.rand(self.k, x.shape[0], w.shape[1]) > bench.P).to(x.dtype) / (1 - bench.P)
-            h = torch.baddbmm(b, h * keep, w.T.expand(self.k, *w.T.shape))
-            if i < len(self.weights) - 1:
-                h = torch.relu(h)
-        return h
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1)
@@ -62,7 +49,7 @@ def main() -> None:
     x, y = torch.randn(BATCH, SIZES[0], generator=g), torch.randint(0, SIZES[-1], (BATCH,), generator=g)
     fused = {"fused": True}
     raw = bench.RawStep(SIZES, True, K, ALPHA, cpu, fused)
-    raw_example = RawPerExample(SIZES, True, K, ALPHA, cpu, fused)
+    raw_example = bench.RawStep(SIZES, True, K, ALPHA, cpu, fused, per_example=True)
     runners = {"raw": lambda: raw.step(x, y), "raw_per_example": lambda: raw_example.step(x, y)}
     for name, per_example in (("library", False), ("library_per_example", True)):
         loss = bench.BBAlpha(ALPHA, num_particles=K, per_example_masks=per_example)
