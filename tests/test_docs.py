@@ -138,12 +138,17 @@ def test_the_speed_claims_are_the_benchmark_of_records():
     assert "1.2-1.6×" not in readme  # the earlier claim, against another raw step
 
 
+def _stored_benchmark(name: str) -> dict:
+    """A benchmark run kept for the docs, docs/results/benchmarks/NAME.json."""
+    root = Path(__file__).resolve().parents[1]
+    return json.loads((root / "docs" / "results" / "benchmarks" / f"{name}.json").read_text())
+
+
 def test_the_compile_costs_quoted_are_the_stored_run():
     """The README's and docs/performance.md's compile times are benchmarks/compile_cost.py's stored
     run (docs/results/benchmarks/compile_cost_cpu.json)."""
     root = Path(__file__).resolve().parents[1]
-    stored = root / "docs" / "results" / "benchmarks" / "compile_cost_cpu.json"
-    rows = json.loads(stored.read_text())["rows"]
+    rows = _stored_benchmark("compile_cost_cpu")["rows"]
     readme, page = (root / "README.md").read_text(), (root / "docs" / "performance.md").read_text()
     cold, warm, old = rows["cold"], rows["warm"], rows["every_shape"]
     quoted = [f"{cold['first_steps_s']:.1f} s", f"{warm['first_steps_s']:.1f} s"]
@@ -157,12 +162,7 @@ def test_the_process_dependence_table_is_the_stored_runs():
     """docs/performance.md § 17 quotes benchmarks/process_dependence.py's two stored runs."""
     root = Path(__file__).resolve().parents[1]
     page = (root / "docs" / "performance.md").read_text()
-    runs = [
-        json.loads(
-            (root / "docs" / "results" / "benchmarks" / f"process_dependence_cpu_run{i}.json").read_text()
-        )
-        for i in (1, 2)
-    ]
+    runs = [_stored_benchmark(f"process_dependence_cpu_run{i}") for i in (1, 2)]
     labels = {
         "alone": "alone",
         "alone_again": "alone, again",
@@ -180,9 +180,7 @@ def test_the_wide_particles_table_is_the_stored_run():
     """docs/performance.md § 18 quotes benchmarks/wide_particles.py's stored run."""
     root = Path(__file__).resolve().parents[1]
     page = (root / "docs" / "performance.md").read_text()
-    rows = json.loads((root / "docs" / "results" / "benchmarks" / "wide_particles_cpu.json").read_text())[
-        "rows"
-    ]
+    rows = _stored_benchmark("wide_particles_cpu")["rows"]
     for row in rows.values():
         assert f"| {row['ms']:.1f} ms | {row['vs_raw']:.2f}× |" in page, row
     readme = (root / "README.md").read_text()
