@@ -14,6 +14,7 @@ bnn.fit(train_loader, epochs=1)                        # optional: refine by SVI
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable
 from typing import Any, cast
 
@@ -22,6 +23,7 @@ import torch
 from pyro.infer import SVI
 
 from .guides import DropoutGuide
+from .guides.ownership import forget_on_collection
 from .infer import DropoutELBO
 from .metrics import evaluate, ood_detection
 from .nn import from_module
@@ -29,6 +31,7 @@ from .prediction import Predictions, predict
 
 __all__ = ["MCDropout"]
 
+_INSTANCES = itertools.count()
 _TASKS = {"classification": "categorical", "regression": "normal", "heteroscedastic": "heteroscedastic"}
 
 
@@ -75,7 +78,11 @@ class MCDropout:
             raise ValueError(f"MCDropout: num_samples must be a positive int, got {num_samples!r}")
         self.task, self.num_samples = task, num_samples
         self.model = from_module(net, task if callable(task) else _TASKS[task], **kwargs)
-        self.guide = DropoutGuide(self.model)
+        # a name of its own in Pyro's param store: several can live side by side, and the
+        # store forgets its values once its guide is collected
+        name = f"MCDropout{next(_INSTANCES)}"
+        self.guide = DropoutGuide(self.model, name=name)
+        forget_on_collection(self.guide, name)
 
     def _targets_like(self, x: torch.Tensor) -> torch.Tensor:
         if self.task == "classification":

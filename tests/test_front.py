@@ -4,8 +4,10 @@ a learnable signal: ``tests/experiments/image_data.py``)."""
 
 from __future__ import annotations
 
+import gc
 import math
 
+import pyro
 import pytest
 import torch
 import torch.nn.functional as F
@@ -82,3 +84,27 @@ def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="give the targets"):
         bnn.evaluate(torch.randn(5, 3))
     assert bnn.predict(torch.randn(5, 3)).means["obs"].shape == (100, 5)
+
+
+def test_two_networks_of_one_architecture_each_predict_with_their_own_weights():
+    """Before, both used Pyro's global param store under the same names: a second MCDropout made
+    the first one refuse to run, and one made after the first was collected predicted with the
+    first network's weights (a plausible wrong answer)."""
+    torch.manual_seed(0)
+    nets = [nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16, 2)) for _ in range(3)]
+    x = torch.randn(5, 2)
+    first, second = MCDropout(nets[0].eval()), MCDropout(nets[1].eval())
+    for bnn, net in ((first, nets[0]), (second, nets[1]), (first, nets[0])):
+        bnn.predict(x, num_samples=2)  # sets its guide up (the first time) and runs it
+        assert torch.allclose(_mean_weight(bnn), net[0].weight)
+    names = {n.split(".")[0] for n in pyro.get_param_store().keys()}
+    del first, second, bnn
+    gc.collect()
+    assert not names & {n.split(".")[0] for n in pyro.get_param_store().keys()}  # the store forgot them
+    third = MCDropout(nets[2].eval())
+    third.predict(x, num_samples=2)
+    assert torch.allclose(_mean_weight(third), nets[2][0].weight)
+
+
+def _mean_weight(bnn):
+    return bnn.guide.median()["net.0.weight"]

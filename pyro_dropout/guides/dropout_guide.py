@@ -104,6 +104,10 @@ class DropoutGuide(DropoutSummaries, AutoGuide):
     :param init_loc_fn: per-site initialisation of the variational means
         (default :func:`~pyro_dropout.guides.init_to_fan_in`).
     :param create_plates: as for :class:`~pyro.infer.autoguide.AutoGuide`.
+    :param name: the prefix of its parameters in Pyro's global param store
+        (``"<name>.locs.<site>"``). Guides of the same name share the store's names: a new one
+        starts from its own values, and an older one, run again, is refused (or set
+        ``pyro.settings.set(module_local_params=True)``); guides of different names keep apart.
 
     References
 
@@ -122,7 +126,10 @@ class DropoutGuide(DropoutSummaries, AutoGuide):
         point_estimates: tuple[str, ...] | list[str] = (),
         init_loc_fn: Callable = init_to_fan_in,
         create_plates: Callable | None = None,
+        name: str = "DropoutGuide",
     ) -> None:
+        if not (isinstance(name, str) and name and "." not in name):
+            raise ValueError(f"DropoutGuide: name must be a non-empty string without dots, got {name!r}")
         if not (isinstance(temperature, int | float) and math.isfinite(temperature) and temperature > 0):
             raise ValueError(f"DropoutGuide: temperature must be a positive float, got {temperature!r}")
         if concrete and dropout is not None:
@@ -148,6 +155,7 @@ class DropoutGuide(DropoutSummaries, AutoGuide):
         self.init_loc_fn = init_loc_fn
         self._roles: dict[str, _Role] = {}
         super().__init__(InitMessenger(init_loc_fn)(model), create_plates=create_plates)
+        self._pyro_name = name  # the prefix of its parameters in Pyro's param store
         # set after the module is initialised: a tensor rate is a plain attribute, not a buffer
         self._rates: DropoutSpec | None = init_dropout if concrete else dropout
 

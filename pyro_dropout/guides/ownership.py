@@ -5,7 +5,8 @@ takes whatever value the store holds under its names. Two guides of models with 
 names (a guide fitted, then a second fitted to compare) therefore share their parameters: the
 first, run again, silently takes the second's values and overwrites its own. The store cannot
 tell a second guide from a saved state loaded back (``pyro.get_param_store().load``), which is
-meant to be taken, so the guides record which live guide last set up each name.
+meant to be taken, so the guides record which live guide last set up each name, and which
+values in the store a guide made (a loaded state is made by no guide).
 """
 
 from __future__ import annotations
@@ -15,14 +16,39 @@ from typing import Any
 
 import pyro
 
-__all__ = ["check_owner", "claim", "make_room"]
+__all__ = ["check_owner", "claim", "forget_on_collection", "make_room"]
 
 _OWNERS: dict[str, weakref.ref] = {}
+# the store's values that a guide set up, by id (weak: a value the store no longer holds goes)
+_MADE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 def claim(guide: Any, prefix: str) -> None:
-    """Record ``guide`` as the guide whose parameters are named ``prefix.*`` in the store."""
+    """Record ``guide`` as the guide whose parameters are named ``prefix.*`` in the store, and
+    the values it holds there as made by a guide (not loaded)."""
     _OWNERS[prefix] = weakref.ref(guide)
+    for _, value in _named(prefix):
+        _MADE[id(value)] = value
+
+
+def _named(prefix: str) -> list[tuple[str, Any]]:
+    return [(n, v) for n, v in pyro.get_param_store().named_parameters() if n.startswith(prefix + ".")]
+
+
+def _made_by_a_guide(value: Any) -> bool:
+    return _MADE.get(id(value)) is value
+
+
+def forget_on_collection(guide: Any, prefix: str) -> None:
+    """Delete ``prefix.*`` from the store once ``guide`` is collected: for guides whose names no
+    other guide will take (a name unique to the guide), so that their values do not pile up."""
+    weakref.finalize(guide, _forget, prefix)
+
+
+def _forget(prefix: str) -> None:
+    store = pyro.get_param_store()
+    for name, _ in _named(prefix):
+        del store[name]
 
 
 def check_owner(guide: Any, prefix: str) -> None:
@@ -48,20 +74,21 @@ def check_owner(guide: Any, prefix: str) -> None:
 
 def make_room(guide: Any, prefix: str, shapes: dict[str, tuple[int, ...]]) -> None:
     """Before a guide being set up takes its parameters ``prefix.<name>`` (``shapes``: by name)
-    from the store: names another live guide set up are dropped, so the new guide starts from its
-    own values (and the other, run again, is refused by :func:`check_owner`); names no live guide
-    holds (a saved state loaded back) are kept where their shapes fit, and refused where not."""
+    from the store: the values another guide made are dropped, whether that guide is alive (run
+    again, it is refused by :func:`check_owner`) or not (so that a guide's start does not depend
+    on when the collector ran), and the new guide starts from its own values: a loop over splits
+    does not start each from the last one's fit, nor a second converted network predict with the
+    first one's weights. Values no guide made (a saved state loaded back) are kept where their
+    shapes fit, and refused where not."""
     if pyro.settings.get("module_local_params"):
         return
     store = pyro.get_param_store()
     owner = _OWNERS.get(prefix)
     other = owner() if owner is not None else None
-    names = [n for n in list(store.keys()) if n.startswith(prefix + ".")]
-    if other is not None and other is not guide:
-        for name in names:
-            del store[name]
-        return
-    for name in names:
+    for name, value in _named(prefix):
+        if other is not guide and _made_by_a_guide(value):
+            del store[name]  # an earlier guide's: this guide starts from its own values
+            continue
         want = shapes.get(name[len(prefix) + 1 :])
         have = tuple(store[name].shape)
         if want is not None and have != tuple(want):

@@ -20,13 +20,18 @@ def _data(steps, seed=1):
     return [(x, x.sum(-1)) for x in xs]
 
 
-def _train(optim, steps=20, model=None, state=None):
+def _train(optim, steps=20, model=None, state=None, guide=None):
     pyro.set_rng_seed(0)
     model = model or MLP(3, 1, hidden=(8,))
-    svi = SVI(model, DropoutGuide(model, dropout=0.2), optim, DropoutELBO())
+    guide = guide or DropoutGuide(model, dropout=0.2)
+    data = _data(steps)
+    if guide.prototype_trace is None:  # set up first, so that a new guide and one going on draw alike
+        guide(*data[0], num_data=100)
+        pyro.set_rng_seed(0)
+    svi = SVI(model, guide, optim, DropoutELBO())
     if state is not None:
         optim.set_state(state)
-    losses = [svi.step(x, y, num_data=100) for x, y in _data(steps)]
+    losses = [svi.step(x, y, num_data=100) for x, y in data]
     return losses, {k: v.detach().clone() for k, v in pyro.get_param_store().items()}
 
 
@@ -48,13 +53,14 @@ def test_states_move_between_pyro_optim_and_joint_optim(first, second):
     }
     pyro.clear_param_store()
     model = MLP(3, 1, hidden=(8,))
+    guide = DropoutGuide(model, dropout=0.2)
     optim = make[first]()
-    _train(optim, steps=5, model=model)
+    _train(optim, steps=5, model=model, guide=guide)
     # copies: the optimizer's and the store's states hold the tensors that training goes on to change
     state, params = copy.deepcopy(optim.get_state()), copy.deepcopy(pyro.get_param_store().get_state())
     assert len(state) == 4 and all(s["state"][0]["step"] == 5 for s in state.values())
-    continued = _train(optim, steps=5, model=model)
-    pyro.get_param_store().set_state(params)
+    continued = _train(optim, steps=5, model=model, guide=guide)  # training goes on
+    pyro.get_param_store().set_state(params)  # copies: a saved state, which a new guide takes
     resumed = _train(make[second](), steps=5, model=model, state=state)
     assert resumed[0] == pytest.approx(continued[0], rel=1e-6)
 
