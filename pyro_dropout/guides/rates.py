@@ -128,8 +128,9 @@ def warn_about_masks(trace: Any, roles: Mapping[str, Any], concrete: bool, defau
     own_dropout = any(getattr(r, "prior", None) is not None for r in roles.values())  # a net's mask sites
     if defaults and not concrete and weights and not own_dropout and all(_is_zero(r.p) for r in weights):
         warnings.warn(
-            "DropoutGuide: the default rates mask no site (no weight with more than one input unit), so "
-            "every draw is the same function: give dropout= or declare rates on the weights",
+            "DropoutGuide: the default rates mask no site (every weight's declared rate is 0, as in a "
+            "converted network without dropout, or it has a single input unit), so every draw is the "
+            "same function: give dropout= or declare rates on the weights",
             stacklevel=3,
         )
 

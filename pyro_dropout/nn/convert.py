@@ -144,7 +144,7 @@ def from_module(
     if not isinstance(net, nn.Module):
         raise TypeError(f"from_module: net must be a torch.nn.Module, got {type(net).__name__}")
     _check_arguments(likelihood, tau, last_layer, keep, dropouts)
-    copy_ = copy.deepcopy(net)
+    copy_ = _copy(net)
     weighted = _weighted(copy_, keep)
     check_convertible(copy_, set(weighted))
     _freeze(copy_)  # what stays deterministic keeps its trained values, fixed (not Pyro parameters)
@@ -167,6 +167,12 @@ def from_module(
     _check_output(model, _output_layer(gm), likelihood)
     model.untraced = gm is None
     return model
+
+
+def _copy(net: nn.Module) -> nn.Module:
+    """A copy to convert; a network that is one layer, in a container (its sites "0.weight")."""
+    copy_ = copy.deepcopy(net)
+    return nn.Sequential(copy_) if isinstance(copy_, WEIGHTED) else copy_
 
 
 def _weighted(net: nn.Module, keep: Sequence[str]) -> list[str]:

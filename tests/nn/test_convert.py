@@ -211,3 +211,18 @@ def test_conv1d_and_conv3d_convert_and_an_untraceable_forward_is_named():
 
     with pytest.warns(UserWarning, match="could not trace the forward of Branchy"):
         from_module(Branchy())
+
+
+def test_a_network_that_is_one_layer_converts_and_a_tuple_output_is_named():
+    """Before, a bare ``nn.Linear`` was refused as a weight "used outside its module's forward",
+    and a bare ``nn.LSTM`` (its forward returns a tuple) raised a raw KeyError."""
+    torch.manual_seed(3)
+    net, x, y = nn.Linear(5, 3), torch.randn(6, 5), torch.randint(0, 3, (6,))
+    model = from_module(net, likelihood="categorical")
+    guide = DropoutGuide(model, dropout=0.1)
+    guide(x, y)
+    assert set(guide.dropout_rates()) == {"net.0.weight"}
+    assert torch.allclose(predict_standard(model, guide, x).probs["obs"][0], net(x).softmax(-1), atol=1e-6)
+    lstm = from_module(nn.LSTM(4, 8), likelihood="categorical")
+    with pytest.raises(TypeError, match=r"forward returned a tuple, not a tensor.*wrap the network"):
+        DropoutGuide(lstm, dropout=0.1)(torch.randn(6, 3, 4), torch.randint(0, 3, (6,)))

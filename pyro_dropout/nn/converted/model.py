@@ -202,6 +202,12 @@ class ConvertedModel(PyroModule):
                 f = self._folded(x, draws, eager=verdict == "eager")
             else:
                 f = self._looped(x, draws, sites)
+        if not isinstance(f, torch.Tensor):
+            raise TypeError(
+                f"from_module: the network's forward returned a {type(f).__name__}, not a tensor; the "
+                "likelihood needs its outputs as one tensor [N, outputs]: wrap the network in a module "
+                "whose forward returns that tensor (for an nn.LSTM, say, its last step's output)"
+            )
         check_targets(self.likelihood, y, n)
         event = f.dim() - len(draws) - 1
         scale = 1.0 if num_data is None else num_data / n
