@@ -231,8 +231,10 @@ class DropoutGuide(DropoutSummaries, AutoGuide):
                     f"(its latent sites: {sorted(self._roles)})"
                 )
         check_weights_outside_data_plates(self.prototype_trace, self._roles)
-        for name in [n for n, site in self.prototype_trace.nodes.items() if site.get("is_observed")]:
+        observed = [n for n, site in self.prototype_trace.nodes.items() if site.get("is_observed")]
+        for name in observed:
             self.prototype_trace.remove_node(name)  # kept only for that check
+        self.observed_sites = frozenset(observed)  # the likelihood's sites, not the guide's to draw
         warn_about_masks(self.prototype_trace, self._roles, self.concrete, self._rates is None)
 
     # --- the guide -------------------------------------------------------------------

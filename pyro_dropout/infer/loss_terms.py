@@ -30,6 +30,7 @@ MAX_JIT_LOSSES = 4  # the (model, guide) pairs whose traced losses one loss obje
 
 __all__ = [
     "PARTICLE_PLATE",
+    "UNSEEN_SITE",
     "DropoutTraceMixin",
     "check_finite_inputs",
     "importance_trace",
@@ -126,6 +127,14 @@ def _site_penalty(name: str, model_site: Site, guide_site: Site) -> torch.Tensor
     return _summed(q.log_prob(value), guide_site) - _summed(p.log_prob(value), model_site)
 
 
+# why an autoguide lacks a site the model has, and the remedy (the losses' and predict's errors)
+UNSEEN_SITE = (
+    "An autoguide (DropoutGuide) knows the sites of the run of the model it was set up on, its "
+    "first call; if a branch of the forward (on the data, say) skipped this site then, sample "
+    "every weight on every run (call each layer, or read its weights, before the branch)"
+)
+
+
 def latent_penalty(model_trace: Trace, guide_trace: Trace) -> torch.Tensor:
     r""":math:`\sum_{\text{latent sites}} \mathrm{KL}(q\,\|\,p)`, summed over vectorised particles.
 
@@ -139,7 +148,7 @@ def latent_penalty(model_trace: Trace, guide_trace: Trace) -> torch.Tensor:
             continue
         guide_site = guide_trace.nodes.get(name)
         if guide_site is None:
-            raise ValueError(f"latent site '{name}' of the model is not sampled by the guide")
+            raise ValueError(f"latent site '{name}' of the model is not sampled by the guide. {UNSEEN_SITE}")
         terms.append(_site_penalty(name, model_site, guide_site))
     for name, node in guide_trace.nodes.items():
         aux: Site = node

@@ -9,8 +9,10 @@ import torch
 from pyro import poutine
 from pyro.poutine.runtime import get_plates
 from pyro.poutine.trace_struct import Trace
+from pyro.poutine.util import site_is_subsample
 
-from ..infer.loss_terms import Site
+from ..guides import DropoutGuide
+from ..infer.loss_terms import UNSEEN_SITE, Site
 from .batching import batched_is_exact
 from .collect import DRAWS_PLATE, Buffers, Outputs
 from .draws import Predictions
@@ -133,9 +135,28 @@ def _guide_chunks(
     draw, one_draw = _guide_draws(guide)
     device = device_of(model, guide)
     runner, chunk = prepare(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device, parallel)
+    _check_seen(guide, runner.prototype)
     parallel = parallel and batched_is_exact(runner)
     params = leaf_params(model, guide) if jit else None
     return draw_chunks(runner, num_samples, chunk, parallel, wanted, meta, params, owner=guide)
+
+
+def _check_seen(guide: Callable, prototype: Trace) -> None:
+    """Refuse a latent site that a :class:`DropoutGuide` never saw: the model would draw it from
+    its prior, a plausible prediction with a part of the network untrained."""
+    seen = getattr(guide, "prototype_trace", None)
+    if not isinstance(guide, DropoutGuide) or seen is None:
+        return
+    unseen = [
+        name
+        for name, site in prototype.iter_stochastic_nodes()
+        if name not in seen.nodes and name not in guide.observed_sites and not site_is_subsample(site)
+    ]
+    if unseen:
+        raise ValueError(
+            f"predict: the model's latent site '{unseen[0]}' is not sampled by the guide, so it would "
+            f"be drawn from its prior. {UNSEEN_SITE}"
+        )
 
 
 def _guide_draws(guide: Callable) -> tuple[Callable, Callable]:

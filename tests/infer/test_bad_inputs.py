@@ -163,3 +163,42 @@ def test_a_model_that_cannot_take_batched_weights_runs_one_draw_at_a_time():
     with pytest.raises(ValueError, match=r"^the model's own$"):
         with explain_batched_failure("predict", "parallel=False"):
             raise ValueError("the model's own")
+
+
+class _Branching(pyro.nn.PyroModule):
+    """Its second layer is one of two, chosen by the data: a guide set up on positive inputs
+    never saw ``neg.weight``."""
+
+    def __init__(self):
+        super().__init__()
+        self.first, self.pos, self.neg = Linear(1, 8), Linear(8, 1), Linear(8, 1)
+
+    def forward(self, x, y=None):
+        h = torch.relu(self.first(x))
+        mu = (self.pos if x.mean() > 0 else self.neg)(h).squeeze(-1)
+        with pyro.plate("data", x.shape[-2]):
+            return pyro.sample("obs", dist.Normal(mu, 0.1), obs=y)
+
+
+@pytest.mark.parametrize("loss", [DropoutELBO(), BBAlpha(0.5, num_particles=3)], ids=["elbo", "bbalpha"])
+def test_a_site_the_guide_never_saw_names_the_branch_that_skipped_it(loss):
+    model = _Branching()
+    svi = SVI(model, DropoutGuide(model), pyro.optim.Adam({"lr": 1e-2}), loss)
+    x = torch.rand(6, 1) + 0.1
+    svi.step(x, x.squeeze(-1))
+    with pytest.raises(ValueError, match=r"'neg\.weight' of the model is not sampled by the guide.*branch"):
+        svi.step(-x, x.squeeze(-1))
+
+
+def test_predict_refuses_a_site_the_guide_never_saw_instead_of_drawing_it_from_the_prior():
+    """Before, predict ran, the skipped branch's weights drawn from their prior, and warned that
+    the model's batched draws did not match one draw at a time (which its prior draws made so)."""
+    model = _Branching()
+    guide = DropoutGuide(model)
+    x = torch.rand(6, 1) + 0.1
+    guide(x, x.squeeze(-1))
+    assert predict(model, guide, x, num_samples=3).means["obs"].shape == (3, 6)
+    with pytest.raises(ValueError, match=r"'neg\.weight' is not sampled by the guide, so it would be drawn"):
+        predict(model, guide, -x, num_samples=3)
+    with pytest.raises(ValueError, match=r"site 'neg\.weight' is not sampled by the guide"):
+        evaluate(model, guide, -x, x.squeeze(-1), num_samples=3)
