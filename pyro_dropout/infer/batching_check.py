@@ -23,7 +23,7 @@ from pyro.poutine.trace_struct import Trace
 from pyro.poutine.util import site_is_subsample
 from pyro.util import get_rng_state, set_rng_state
 
-__all__ = ["compare_batched", "latent_values", "particles_mismatch", "signature"]
+__all__ = ["compare_batched", "describe_mismatch", "latent_values", "particles_mismatch", "signature"]
 
 PARTICLE_PLATE = "num_particles_vectorized"  # the name Pyro gives its particle plate
 
@@ -69,7 +69,8 @@ def compare_batched(
             with pyro.plate(plate, 2, dim=-(nesting + 1)):
                 batched = poutine.trace(poutine.condition(model, data=data)).get_trace(*args, **kwargs)
     except Exception as error:  # a model that cannot take batched draws at all
-        return f"(the batched pass failed: {type(error).__name__}: {error})", float("inf")
+        first = (str(error).strip().splitlines() or [""])[0]  # not Pyro's table of trace shapes
+        return f"{_FAILED}{type(error).__name__}: {first}", float("inf")
     finally:
         set_rng_state(state)
     for name, site in single.nodes.items():
@@ -85,6 +86,23 @@ def compare_batched(
             if not gap <= 1e-5 * max(1.0, float(one.abs().max())):
                 return f"{name} ({key})", gap
     return None
+
+
+_FAILED = "the batched pass failed: "
+# where the usual causes are, and their batched forms
+_HINT = (
+    "its code is written for one set of weights: an axis counted from the left (dim=1, "
+    "x.shape[0]) meets a leading draw dim, or F.linear / x @ w.T gets a batch of weights, where "
+    "pyro_dropout.nn.functional.linear (and matmul, flatten, over_draws) take them (docs/own-model.md)"
+)
+
+
+def describe_mismatch(found: tuple[str, float]) -> str:
+    """:func:`compare_batched`'s finding in words, with the usual causes."""
+    where, gap = found
+    if where.startswith(_FAILED):
+        return f"({where}); {_HINT}"
+    return f"at site {where} (largest difference {gap:.3g}); {_HINT}"
 
 
 def signature(args: tuple, kwargs: dict) -> tuple:

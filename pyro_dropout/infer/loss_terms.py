@@ -19,7 +19,7 @@ from torch.distributions import kl_divergence
 
 from ..distributions import MaskedWeight, base_prior
 from .batched_errors import explain_batched_failure
-from .batching_check import particles_mismatch, signature
+from .batching_check import describe_mismatch, particles_mismatch, signature
 from .divergence import check_gradients, check_loss
 from .fast.jit_loss import JitLoss
 from .input_checks import check_finite_inputs, checking_inside, has_non_finite
@@ -250,11 +250,9 @@ class DropoutTraceMixin:
         checked[key] = found is None
         if found is not None:
             warnings.warn(
-                f"{type(self).__name__}: the model's vectorised particles "
-                "do not match one particle at a time at "
-                f"site {found[0]} (largest difference {found[1]:.3g}); its "
-                "code is written for one set of weights. "
-                "The particles run one at a time from now on (vectorize_particles=False)",
+                f"{type(self).__name__}: the model's vectorised particles do not match one particle "
+                f"at a time {describe_mismatch(found)}. The particles run one at a time from now on "
+                "(vectorize_particles=False)",
                 stacklevel=4,
             )
             self.vectorize_particles = False

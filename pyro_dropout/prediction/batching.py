@@ -13,7 +13,7 @@ from __future__ import annotations
 import warnings
 import weakref
 
-from ..infer.batching_check import compare_batched, latent_values, signature
+from ..infer.batching_check import compare_batched, describe_mismatch, latent_values, signature
 from .chunks import ChunkRunner
 from .collect import DRAWS_PLATE
 
@@ -42,10 +42,9 @@ def batched_is_exact(runner: ChunkRunner) -> bool:
         verdicts[key] = found is None
         if found is not None:
             warnings.warn(
-                f"predict: the model's batched draws do not match one draw at a time at site {found[0]} "
-                f"(largest difference {found[1]:.3g}); its code is written for one set of weights "
-                f"(an axis counted from the left, dim=1 or x.shape[0], meets a leading draw dim). Its draws "
-                f"run one at a time from now on (parallel=False): exact, slower",
+                "predict: the model's batched draws do not match one draw at a time "
+                f"{describe_mismatch(found)}. Its draws run one at a time from now on "
+                "(parallel=False): exact, slower",
                 stacklevel=4,
             )
     return verdicts[key]

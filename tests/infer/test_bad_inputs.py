@@ -157,8 +157,12 @@ def test_a_model_that_cannot_take_batched_weights_runs_one_draw_at_a_time():
     x, y = torch.randn(6, 3), torch.randn(6)
     guide = DropoutGuide(model)
     guide(x, y)
-    with pytest.warns(UserWarning, match=r"the batched pass failed: RuntimeError: t\(\) expects"):
+    with pytest.warns(UserWarning, match=r"the batched pass failed: RuntimeError: t\(\) expects") as caught:
         assert predict(model, guide, x, num_samples=4)["obs"].shape == (4, 6)
+    message = next(
+        str(w.message) for w in caught if "batched pass failed" in str(w.message)
+    )  # one line (not Pyro's table of trace shapes), with the remedy
+    assert "\n" not in message and "F.linear" in message and "pyro_dropout.nn.functional.linear" in message
     assert predict(model, guide, x, num_samples=4, parallel=False)["obs"].shape == (4, 6)
     with pytest.raises(ValueError, match=r"^the model's own$"):
         with explain_batched_failure("predict", "parallel=False"):
