@@ -181,6 +181,20 @@ def predict_from_samples(
 ) -> Predictions:
     """Like :func:`predict`, for posterior samples ``{site: [T, *site shape]}`` (e.g. from MCMC);
     ``parallel=False``: one unbatched pass per sample."""
+    return _from_samples(model, samples, args, kwargs, chunk_size, return_sites, parallel)
+
+
+def _from_samples(
+    model: Callable,
+    samples: dict[str, torch.Tensor],
+    args: tuple,
+    kwargs: dict,
+    chunk_size: int | str | None,
+    return_sites: Iterable[str] | None,
+    parallel: bool,
+    guide: Any = None,
+) -> Predictions:
+    """:func:`predict_from_samples`; ``guide``: the samples are its (its unseen sites refused)."""
     if not samples:
         raise ValueError("predict_from_samples: no samples given")
     num_samples = int(next(iter(samples.values())).shape[0])
@@ -213,6 +227,7 @@ def predict_from_samples(
 
     wanted, out = wanted_sites(return_sites), Predictions()
     runner, chunk = prepare(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device)
+    _check_seen(guide, runner.prototype)
     parallel = parallel and batched_is_exact(runner)
     # no trace: each chunk takes its own slice of the samples (Python state a trace would freeze)
     chunks = draw_chunks(runner, num_samples, chunk, parallel, wanted, out, params=None)
@@ -230,4 +245,4 @@ def predict_standard(
     """
     medians = guide.median()
     samples = {k: v.unsqueeze(0) for k, v in medians.items()}
-    return predict_from_samples(model, samples, *args, chunk_size=None, parallel=parallel, **kwargs)
+    return _from_samples(model, samples, args, kwargs, None, None, parallel, guide)

@@ -8,7 +8,7 @@ import pytest
 import torch
 from pyro.infer import SVI
 
-from pyro_dropout import BBAlpha, CompiledSVI, DropoutELBO, DropoutGuide, evaluate, predict
+from pyro_dropout import BBAlpha, CompiledSVI, DropoutELBO, DropoutGuide, evaluate, predict, predict_standard
 from pyro_dropout.nn import MLP, Linear
 
 
@@ -206,3 +206,5 @@ def test_predict_refuses_a_site_the_guide_never_saw_instead_of_drawing_it_from_t
         predict(model, guide, -x, num_samples=3)
     with pytest.raises(ValueError, match=r"site 'neg\.weight' is not sampled by the guide"):
         evaluate(model, guide, -x, x.squeeze(-1), num_samples=3)
+    with pytest.raises(ValueError, match=r"site 'neg\.weight' is not sampled by the guide"):
+        predict_standard(model, guide, -x)
