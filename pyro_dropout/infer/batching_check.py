@@ -26,6 +26,7 @@ from pyro.util import get_rng_state, set_rng_state
 __all__ = ["compare_batched", "describe_mismatch", "latent_values", "particles_mismatch", "signature"]
 
 PARTICLE_PLATE = "num_particles_vectorized"  # the name Pyro gives its particle plate
+_FAILED = "the batched pass failed: "  # how compare_batched reports a pass that raised
 
 
 def _compared(site: Any) -> dict[str, torch.Tensor]:
@@ -88,7 +89,6 @@ def compare_batched(
     return None
 
 
-_FAILED = "the batched pass failed: "
 # where the usual causes are, and their batched forms
 _HINT = (
     "its code is written for one set of weights: an axis counted from the left (dim=1, "
