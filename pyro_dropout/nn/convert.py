@@ -170,7 +170,7 @@ def from_module(
 
 
 def _copy(net: nn.Module) -> nn.Module:
-    """A copy to convert; a network that is one layer, in a container (its sites "0.weight")."""
+    """A copy to convert; a network that is one layer, in a container (its sites "net.0.weight")."""
     copy_ = copy.deepcopy(net)
     return nn.Sequential(copy_) if isinstance(copy_, WEIGHTED) else copy_
 
