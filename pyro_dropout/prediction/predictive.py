@@ -141,16 +141,16 @@ def _guide_chunks(
     return draw_chunks(runner, num_samples, chunk, parallel, wanted, meta, params, owner=guide)
 
 
-def _check_seen(guide: Callable, prototype: Trace) -> None:
+def _check_seen(guide: Any, prototype: Trace) -> None:
     """Refuse a latent site that a :class:`DropoutGuide` never saw: the model would draw it from
     its prior, a plausible prediction with a part of the network untrained."""
-    seen = getattr(guide, "prototype_trace", None)
-    if not isinstance(guide, DropoutGuide) or seen is None:
+    if not isinstance(guide, DropoutGuide) or guide.prototype_trace is None:
         return
+    seen = guide.prototype_trace.nodes
     unseen = [
         name
         for name, site in prototype.iter_stochastic_nodes()
-        if name not in seen.nodes and name not in guide.observed_sites and not site_is_subsample(site)
+        if name not in seen and name not in guide.observed_sites and not site_is_subsample(site)
     ]
     if unseen:
         raise ValueError(
