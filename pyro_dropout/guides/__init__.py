@@ -2,10 +2,12 @@
 
 from .dropout_guide import DropoutGuide, DropoutSpec, Rate
 from .initialization import init_sites_to, init_to_fan_in, init_to_glorot, is_gaussian_prior
+from .ownership import GuideConflictError
 
 __all__ = [
     "DropoutGuide",
     "DropoutSpec",
+    "GuideConflictError",
     "Rate",
     "init_sites_to",
     "init_to_fan_in",

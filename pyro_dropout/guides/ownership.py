@@ -16,7 +16,14 @@ from typing import Any
 
 import pyro
 
-__all__ = ["check_owner", "claim", "forget_on_collection", "make_room"]
+__all__ = ["GuideConflictError", "check_owner", "claim", "forget_on_collection", "make_room"]
+
+
+class GuideConflictError(RuntimeError):
+    """A guide was run on parameter names that a guide set up after it has taken over in Pyro's
+    global param store. The set-up is at fault, not the model: losses and prediction pass it on
+    unchanged."""
+
 
 _OWNERS: dict[str, weakref.ref] = {}
 # the store's values that a guide set up, by id (weak: a value the store no longer holds goes)
@@ -63,12 +70,13 @@ def check_owner(guide: Any, prefix: str) -> None:
     if not any(name.startswith(prefix + ".") for name in pyro.get_param_store().keys()):
         claim(guide, prefix)
         return
-    raise RuntimeError(
+    raise GuideConflictError(
         f"{type(guide).__name__}: another guide, set up after this one, holds the same parameter "
         f"names ('{prefix}.*') in Pyro's global param store, so this guide would silently take "
-        "its values. Keep each guide's own parameters with "
-        "pyro.settings.set(module_local_params=True) before building the models, or finish with "
-        "one guide (and pyro.clear_param_store()) before setting up the next"
+        f"its values. Give each guide its own names ({type(guide).__name__}(model, name=...)), or "
+        "keep each module's parameters apart with pyro.settings.set(module_local_params=True) before "
+        "building the models, or finish with one guide (and pyro.clear_param_store()) before "
+        "setting up the next"
     )
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from ..guides.ownership import GuideConflictError
+
 __all__ = ["BatchedDrawError", "explain_batched_failure"]
 
 
@@ -23,8 +25,10 @@ def explain_batched_failure(entry: str, fix: str) -> Iterator[None]:
         yield
     except (RuntimeError, IndexError, ValueError) as error:
         plate = isinstance(error, ValueError) and str(error).startswith("Shape mismatch inside plate")
-        if isinstance(error, BatchedDrawError) or (isinstance(error, ValueError) and not plate):
-            raise
+        if isinstance(error, BatchedDrawError | GuideConflictError) or (
+            isinstance(error, ValueError) and not plate
+        ):
+            raise  # the set-up's own errors are not the model's failing on batched weights
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if (
             "inside plate('num_particles_vectorized')" in first

@@ -8,6 +8,8 @@ import pytest
 import torch
 
 from pyro_dropout import DropoutELBO, DropoutGuide, evaluate
+from pyro_dropout.guides import GuideConflictError
+from pyro_dropout.infer.batched_errors import BatchedDrawError
 from pyro_dropout.nn import MLP
 
 X, Y = torch.randn(20, 2, generator=torch.Generator().manual_seed(0)), torch.randn(20)
@@ -34,6 +36,20 @@ def test_an_older_guide_on_a_newer_ones_parameters_is_refused():
     del new  # its values stay in the store: still refused
     with pytest.raises(RuntimeError, match="another guide"):
         evaluate(*old, X, Y, num_samples=3)
+
+
+def test_a_step_of_the_older_guide_names_the_conflict_not_the_model():
+    """A training step runs the model on batched draws; the conflict is the set-up's, and the
+    error says so instead of blaming the model's layers (before: a BatchedDrawError)."""
+    pyro.clear_param_store()
+    old = _fit(0)
+    pyro.clear_param_store()
+    _fit(1)
+    svi = pyro.infer.SVI(*old, pyro.optim.Adam({"lr": 0.1}), DropoutELBO())
+    with pytest.raises(GuideConflictError, match=r"another guide.*name=\.\.\.") as caught:
+        svi.step(X, Y)
+    assert not isinstance(caught.value, BatchedDrawError)
+    assert "batched" not in str(caught.value)
 
 
 def test_after_clearing_the_store_the_older_guide_runs_on_its_own_values():
