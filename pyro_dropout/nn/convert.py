@@ -35,7 +35,14 @@ from .converted.dropout_sites import ModuleDropout
 from .converted.likelihoods import check_likelihood, check_outputs
 from .converted.model import ConvertedModel
 from .converted.placement import CHANNEL_DROPOUTS, ELEMENT_DROPOUTS, Placement, dropout_of, place_dropouts
-from .converted.rules import WEIGHTED, bayesian, check_convertible, functional_uses, kept_inside
+from .converted.rules import (
+    WEIGHTED,
+    bayesian,
+    check_convertible,
+    check_hook_norms,
+    functional_uses,
+    kept_inside,
+)
 
 __all__ = ["ConvertedModel", "from_module"]
 
@@ -144,6 +151,7 @@ def from_module(
     if not isinstance(net, nn.Module):
         raise TypeError(f"from_module: net must be a torch.nn.Module, got {type(net).__name__}")
     _check_arguments(likelihood, tau, last_layer, keep, dropouts)
+    check_hook_norms(net)
     copy_ = _copy(net)
     weighted = _weighted(copy_, keep)
     check_convertible(copy_, set(weighted))

@@ -226,3 +226,47 @@ def test_a_network_that_is_one_layer_converts_and_a_tuple_output_is_named():
     lstm = from_module(nn.LSTM(4, 8), likelihood="categorical")
     with pytest.raises(TypeError, match=r"forward returned a tuple, not a tensor.*wrap the network"):
         DropoutGuide(lstm, dropout=0.1)(torch.randn(6, 3, 4), torch.randint(0, 3, (6,)))
+
+
+def _normed(kind):
+    torch.manual_seed(4)
+    first, last = nn.Linear(5, 8), nn.Linear(8, 3)
+    if kind == "parametrization":
+        first = nn.utils.parametrizations.weight_norm(first)
+        last = nn.utils.parametrizations.spectral_norm(last)
+    else:  # the hook-based forms torch deprecates
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            first = nn.utils.weight_norm(first)
+    return nn.Sequential(first, nn.ReLU(), nn.Dropout(0.2), nn.Linear(8, 8), nn.ReLU(), last).eval()
+
+
+@pytest.mark.parametrize("kind", ["parametrization", "hook"])
+def test_a_weight_computed_by_a_norm_is_refused_by_name_and_its_fixes_are_exact(kind):
+    """Before: a parametrized layer failed with Pyro's "submodule net has executed outside of
+    supermodule", a hook-based weight_norm with torch's deepcopy error. A sample site is the weight
+    itself, so the norm cannot be kept: the error names the layer and both ways on."""
+    net, x, y = _normed(kind), torch.randn(6, 5), torch.randint(0, 3, (6,))
+    fix = (
+        r"remove_parametrizations\(net.get_submodule\('0'\), 'weight'\)"
+        if kind != "hook"
+        else "remove_weight_norm"
+    )
+    with pytest.raises(ValueError, match=rf"'0'.*(parametrization|weight_norm).*{fix}.*keep=\['0'\]"):
+        from_module(net, likelihood="categorical")
+    if kind == "parametrization":  # kept deterministic, each norm layer: exact
+        model = from_module(net, likelihood="categorical", keep=["0", "5"])
+        guide = DropoutGuide(model)
+        guide(x, y)
+        expected = predict_standard(model, guide, x).probs["obs"][0]
+        assert torch.allclose(expected, net(x).softmax(-1), atol=1e-6)
+    baked = _normed(kind)
+    for i in (0, 5):
+        if nn.utils.parametrize.is_parametrized(baked[i]):
+            nn.utils.parametrize.remove_parametrizations(baked[i], "weight")
+    if kind == "hook":
+        nn.utils.remove_weight_norm(baked[0])
+    model = from_module(baked, likelihood="categorical")
+    guide = DropoutGuide(model)
+    guide(x, y)
+    assert torch.allclose(predict_standard(model, guide, x).probs["obs"][0], net(x).softmax(-1), atol=1e-6)

@@ -9,8 +9,9 @@ r"""What each module of a network becomes when it is converted, and what is refu
 * Refused, naming the module: a subclass of a weight layer with a forward of its own, a weight
   shared by two layers, a weight used outside its module (``F.linear(x, self.a.weight)``), a
   ``padding_mode`` other than zeros, a bidirectional or projected LSTM, ``nn.RNN`` with dropout, and
-  ``nn.MultiheadAttention`` with dropout. ``keep=[name]`` keeps such a module deterministic (its
-  trained values, fixed), which is exact.
+  ``nn.MultiheadAttention`` with dropout, and a weight computed by ``weight_norm`` or
+  ``spectral_norm`` (a sample site is the weight itself). ``keep=[name]`` keeps such a module
+  deterministic (its trained values, fixed), which is exact.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from torch import fx, nn
 
 from .fold import FoldedConv1d, FoldedConv2d, FoldedConv3d, FoldedGRU, FoldedLinear, FoldedLSTM
 
-__all__ = ["WEIGHTED", "bayesian", "check_convertible", "functional_uses", "kept_inside"]
+__all__ = ["WEIGHTED", "bayesian", "check_convertible", "check_hook_norms", "functional_uses", "kept_inside"]
 
 WEIGHTED = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.LSTM, nn.GRU)
 _CONVS = {nn.Conv1d: FoldedConv1d, nn.Conv2d: FoldedConv2d, nn.Conv3d: FoldedConv3d}
@@ -59,6 +60,7 @@ def check_convertible(net: nn.Module, convertible: set[str]) -> None:
             continue
         kind = next(k for k in WEIGHTED if isinstance(module, k))
         hint = f"; keep it deterministic with keep=['{name}']"
+        _check_not_parametrized(name, module, hint)
         if type(module).forward is not _BASE_FORWARD[kind]:
             raise ValueError(
                 f"from_module: '{name}' is a {type(module).__name__}, a "
@@ -89,6 +91,42 @@ def check_convertible(net: nn.Module, convertible: set[str]) -> None:
                     "(tied weights); one sample site cannot "
                     f"serve both layers' masks: keep them deterministic with keep=['{other}', '{name}']"
                 )
+
+
+def check_hook_norms(net: nn.Module) -> None:
+    """Refuse the hook-based ``torch.nn.utils.weight_norm`` / ``spectral_norm`` (deprecated by
+    torch): the weight they recompute before each call is not a leaf, and the network cannot be
+    copied (torch refuses to deep-copy it)."""
+    from torch.nn.utils.spectral_norm import SpectralNorm
+    from torch.nn.utils.weight_norm import WeightNorm
+
+    for name, module in net.named_modules():
+        for hook in module._forward_pre_hooks.values():
+            if isinstance(hook, WeightNorm | SpectralNorm):
+                kind = "weight_norm" if isinstance(hook, WeightNorm) else "spectral_norm"
+                raise ValueError(
+                    f"from_module: '{name or type(net).__name__}' has torch.nn.utils.{kind} on its "
+                    f"'{hook.name}', which recomputes it before each call, and the network cannot be "
+                    f"copied: bake the present value in with torch.nn.utils.remove_{kind}(module) "
+                    "(prediction is then exact), or use torch.nn.utils.parametrizations."
+                    f"{kind} with keep=['{name}']"
+                )
+
+
+def _check_not_parametrized(name: str, module: nn.Module, hint: str) -> None:
+    """Refuse a layer whose weight a parametrization computes (``weight_norm``, ``spectral_norm``):
+    a sample site is the weight itself, so the parametrization would be lost."""
+    parametrized = sorted(getattr(module, "parametrizations", {}) or {})
+    if not parametrized:
+        return
+    tensor = parametrized[0]
+    raise ValueError(
+        f"from_module: '{name}' computes its {', '.join(parametrized)} by a parametrization "
+        "(weight_norm, spectral_norm, ...), which a sample site, the weight itself, cannot keep: "
+        "bake the present value in with torch.nn.utils.parametrize.remove_parametrizations("
+        f"net.get_submodule('{name}'), '{tensor}') on a copy of the network (prediction is then exact; "
+        f"training learns the weight itself){hint}"
+    )
 
 
 def functional_uses(gm: fx.GraphModule, convertible: set[str]) -> None:
