@@ -18,7 +18,7 @@ from pyro.nn import PyroModule
 
 from .functional import conv, linear
 
-__all__ = ["broadcast_pyro_layers"]
+__all__ = ["broadcast_pyro_layers", "module_inside"]
 
 _ADAPTED: dict[type, type] = {}
 
@@ -50,11 +50,24 @@ def _adapted(cls: type) -> type | None:
     return new
 
 
+def module_inside(model: Any, depth: int = 16) -> torch.nn.Module | None:
+    """``model`` if it is a module, or the module that Pyro's handlers (``poutine.block``,
+    ``poutine.scale``, ...) or ``functools.wraps`` wrap; ``None`` for any other callable."""
+    for _ in range(depth):
+        if isinstance(model, torch.nn.Module):
+            return model
+        model = getattr(model, "__wrapped__", None)
+    return None
+
+
 def broadcast_pyro_layers(model: Any) -> list[str]:
     """Give every ``PyroModule[nn.Linear]`` / ``PyroModule[nn.Conv1d/2d/3d]`` in ``model`` (in place) a
     forward that broadcasts over leading draw dimensions; returns the names of those changed.
-    Plain ``nn`` layers (fixed weights) and ``pyro_dropout.nn`` layers are left as they are."""
-    if not isinstance(model, torch.nn.Module):
+    Plain ``nn`` layers (fixed weights) and ``pyro_dropout.nn`` layers are left as they are.
+    A model wrapped by Pyro's handlers (``poutine.block(model, hide=[...])``, as a guide in an
+    ``AutoGuideList`` is given) is the module inside."""
+    model = module_inside(model)
+    if model is None:
         return []
     changed = []
     for name, module in model.named_modules():

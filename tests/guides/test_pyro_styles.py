@@ -156,3 +156,28 @@ def test_tyxe_with_dropout_guide_is_within_ten_percent_of_autonormal():
         rmse[builder.__name__] = float((mean.squeeze(-1) - y_test).pow(2).mean().sqrt())
     print(f"tyxe: {rmse}")
     assert rmse["DropoutGuide"] <= 1.1 * rmse["AutoNormal"]
+
+
+@pytest.mark.parametrize("loss", [DropoutELBO(), BBAlpha(0.5)], ids=["elbo", "bbalpha"])
+def test_dropout_guide_inside_an_autoguide_list_takes_batched_draws(loss):
+    """Pyro's way to give some sites another guide: ``AutoGuideList`` with each part on a blocked
+    model. Before, the guide saw ``poutine.block(model)``, not the module, and left its
+    ``PyroModule[nn.Linear]`` unadapted: BB-α fell back to one particle at a time (a warning), and
+    ``Predictive(parallel=True)`` raised torch's "t() expects a tensor with <= 2 dimensions"."""
+    from pyro import poutine
+    from pyro.infer.autoguide import AutoGuideList
+
+    (x, y), _ = styles.regression_data()
+    pyro.clear_param_store()
+    pyro.set_rng_seed(0)
+    model = styles.BayesianRegression(3, 1)
+    guide = AutoGuideList(model)
+    guide.append(DropoutGuide(poutine.block(model, hide=["sigma"])))
+    guide.append(AutoNormal(poutine.block(model, expose=["sigma"])))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fall-back to one particle at a time
+        _fit(model, guide, loss, x, y, 50)
+    assert guide[0].broadcast_layers == ["linear"]
+    draws = Predictive(model, guide=guide, num_samples=30, parallel=True)(x)
+    assert draws["obs"].shape == (30, len(x))
+    assert predict(model, guide, x, num_samples=30).means["obs"].shape == (30, len(x))
