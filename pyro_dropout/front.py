@@ -91,6 +91,11 @@ class MCDropout:
             len(x), dtype=x.dtype if x.is_floating_point() else torch.get_default_dtype(), device=x.device
         )
 
+    def _draws(self, num_samples: int | None) -> int:
+        """The number of draws asked for (``None``: the default); ``0`` is refused by ``predict``,
+        not taken as the default."""
+        return self.num_samples if num_samples is None else num_samples
+
     def _ready(self, x: torch.Tensor, y: torch.Tensor | None = None) -> None:
         if self.guide.prototype_trace is None:  # set up with the data's structure (targets as observed)
             self.guide(x[:2], (y if y is not None else self._targets_like(x))[:2])
@@ -117,7 +122,7 @@ class MCDropout:
         (classification), ``pred.means["obs"]`` ``[T, N]`` (regression)."""
         x, _ = _tensors(x)
         self._ready(x)
-        return predict(self.model, self.guide, x, num_samples=num_samples or self.num_samples)
+        return predict(self.model, self.guide, x, num_samples=self._draws(num_samples))
 
     def probs(self, x: Any, num_samples: int | None = None) -> torch.Tensor:
         """The class probabilities of each draw, ``[T, N, C]``."""
@@ -129,7 +134,7 @@ class MCDropout:
         if found is None:
             raise ValueError("MCDropout.evaluate: give the targets (y) or a DataLoader of (x, y) batches")
         self._ready(x, found)
-        return evaluate(self.model, self.guide, x, found, num_samples=num_samples or self.num_samples)
+        return evaluate(self.model, self.guide, x, found, num_samples=self._draws(num_samples))
 
     def ood(self, x_in: Any, x_out: Any, num_samples: int | None = None) -> dict[str, dict[str, float]]:
         """AUROC and AUPR of each uncertainty score (entropy, mutual information, variation ratio,

@@ -84,6 +84,11 @@ def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="give the targets"):
         bnn.evaluate(torch.randn(5, 3))
     assert bnn.predict(torch.randn(5, 3)).means["obs"].shape == (100, 5)
+    for call in (bnn.predict, bnn.probs, lambda x, n: bnn.evaluate(x, torch.randn(5), n)):
+        with pytest.raises(ValueError, match="num_samples must be a positive int, got 0"):
+            call(torch.randn(5, 3), 0)  # before: 0 was taken as "the default" (100 draws)
+    with pytest.raises(ValueError, match=r"rows of shape \(\);.*pass x.unsqueeze\(0\)"):
+        bnn.predict(torch.randn(3))  # one point, no batch dimension
 
 
 def test_two_networks_of_one_architecture_each_predict_with_their_own_weights():

@@ -78,6 +78,7 @@ def observe(
         raise ValueError(
             f"from_module: the network returned rows of shape {tuple(f.shape[f.dim() - event_dim :])}; "
             f"the {likelihood} likelihood expects [N, outputs]"
+            + ("; one point given without its batch dimension? pass x.unsqueeze(0)" if event_dim == 0 else "")
         )
     check_outputs(likelihood, f.shape[-1], "the network")
     if likelihood == "categorical":
