@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 import torch
 
 from .input_checks import has_non_finite, named_inputs
 
-__all__ = ["DivergenceError", "check_gradients", "check_loss", "diagnose"]
+__all__ = ["DivergenceError", "all_finite", "check_gradients", "check_loss", "diagnose"]
+
+_FUSED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
 class DivergenceError(ValueError):
@@ -56,17 +58,35 @@ def check_loss(
         raise DivergenceError(f"{where}: the loss is {value}; {diagnose(args, kwargs, params)}")
 
 
+def all_finite(tensors: list[torch.Tensor]) -> bool:
+    """Whether every entry of ``tensors`` is finite: one fused pass over them all (the test of
+    ``torch.amp``'s gradient scaler, which multiplies them by 1 in place, changing nothing) and one
+    read of its flag, where the tensors share a device and a floating dtype; else one reduction each."""
+    first = tensors[0]
+    if first.dtype in _FUSED_DTYPES and all(
+        t.dtype == first.dtype and t.device == first.device for t in tensors
+    ):
+        found = torch.zeros(1, device=first.device)
+        try:
+            torch._amp_foreach_non_finite_check_and_unscale_(
+                tensors, found, torch.ones(1, device=first.device)
+            )
+        except (RuntimeError, NotImplementedError):  # a PyTorch or device without the fused test
+            pass
+        else:
+            return not bool(found)
+    total = torch.stack([t.sum(dtype=torch.float64) for t in tensors]).sum()
+    return bool(torch.isfinite(total)) or not any(has_non_finite(t) for t in tensors)
+
+
 def check_gradients(
     where: str, params: Iterable[tuple[str, torch.Tensor]], args: tuple, kwargs: dict
 ) -> None:
     """Raise :class:`DivergenceError` naming the parameters whose gradient holds NaN or inf
-    (one float64 reduction when all are finite). Their gradients are cleared first, so that a
+    (one fused test, :func:`all_finite`, when all are finite). Their gradients are cleared first, so that a
     caller who goes on starts from clean gradients; the update is not applied."""
     named = [(name, p) for name, p in params if p.grad is not None]
-    if not named:
-        return
-    total = torch.stack([p.grad.sum(dtype=torch.float64) for _, p in named]).sum()  # type: ignore[union-attr]
-    if bool(torch.isfinite(total)):
+    if not named or all_finite([cast(torch.Tensor, p.grad) for _, p in named]):
         return
     bad = [name for name, p in named if has_non_finite(p.grad)]
     for _, p in named:
