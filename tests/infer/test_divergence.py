@@ -9,6 +9,7 @@ from pyro.infer import SVI
 
 from pyro_dropout import DropoutELBO, DropoutGuide
 from pyro_dropout.infer import BBAlpha, CompiledSVI, DivergenceError
+from pyro_dropout.infer.divergence import all_finite
 from pyro_dropout.nn import MLP
 from pyro_dropout_experiments.core import train_runs
 
@@ -100,3 +101,24 @@ def test_with_module_local_params_the_checks_see_the_modules_parameters():
         ),
     ):
         svi.step(x, y)
+
+
+def test_all_finite_finds_one_bad_entry_and_leaves_the_tensors_as_they_were():
+    """The fused test (torch.amp's) multiplies by 1 in place: the values stay bit for bit; a sum
+    that overflows in float32 is not a non-finite entry; mixed dtypes take the per-tensor path."""
+    g = torch.Generator().manual_seed(0)
+    tensors = [
+        torch.randn(50, 13, generator=g),
+        torch.randn(50, generator=g),
+        torch.randn(1, 50, generator=g),
+    ]
+    before = [t.clone() for t in tensors]
+    assert all_finite(tensors)
+    assert all(torch.equal(a, b) for a, b in zip(before, tensors, strict=True))
+    assert all_finite([torch.full((4,), 3e38), torch.full((4,), 3e38)])  # their sum overflows float32
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        broken = [t.clone() for t in tensors]
+        broken[1][7] = bad
+        assert not all_finite(broken)
+        assert not all_finite([broken[0].double(), broken[1]])  # mixed dtypes
+    assert all_finite([tensors[0].double(), tensors[1]])
