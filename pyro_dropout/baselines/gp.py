@@ -7,7 +7,20 @@ from typing import Any
 
 import torch
 
-__all__ = ["fit_gp", "gp_predictive"]
+__all__ = ["check_regression_data", "fit_gp", "gp_predictive"]
+
+
+def check_regression_data(where: str, x: torch.Tensor, y: torch.Tensor) -> None:
+    """A clear error unless ``x`` is ``[n, d]`` and ``y`` ``[n]``, both finite."""
+    if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)):
+        raise TypeError(f"{where}: x and y must be tensors, got {type(x).__name__} and {type(y).__name__}")
+    if x.dim() != 2 or y.dim() != 1 or len(x) != len(y):
+        hint = "; pass y.squeeze(-1)" if y.dim() == 2 and y.shape[-1] == 1 else ""
+        raise ValueError(
+            f"{where}: x must be [n, d] and y [n], got {tuple(x.shape)} and {tuple(y.shape)}{hint}"
+        )
+    if not (torch.isfinite(x).all() and torch.isfinite(y).all()):
+        raise ValueError(f"{where}: x and y must be finite")
 
 
 def fit_gp(
@@ -22,10 +35,7 @@ def fit_gp(
     from pyro.nn import PyroParam
     from torch.distributions import constraints
 
-    if x.dim() != 2 or y.dim() != 1 or len(x) != len(y):
-        raise ValueError(f"fit_gp: x must be [n, d] and y [n], got {tuple(x.shape)} and {tuple(y.shape)}")
-    if not (torch.isfinite(x).all() and torch.isfinite(y).all()):
-        raise ValueError("fit_gp: x and y must be finite")
+    check_regression_data("fit_gp", x, y)
     x, y = x.double(), y.double()
     pyro.clear_param_store()
     kernel = gp.kernels.RBF(input_dim=x.shape[1])

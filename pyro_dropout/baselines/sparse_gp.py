@@ -6,6 +6,8 @@ from typing import Any
 
 import torch
 
+from .gp import check_regression_data
+
 __all__ = ["fit_sparse_gp"]
 
 
@@ -20,7 +22,8 @@ def fit_sparse_gp(
 ) -> Any:
     r"""Fit a sparse GP (ARD squared-exponential kernel) to standardised ``x`` ``[n, d]``, ``y`` ``[n]``.
 
-    The inducing inputs start at ``num_inducing`` random training inputs and are learned with
+    The inducing inputs start at ``num_inducing`` random training inputs (all of them where there
+    are fewer) and are learned with
     the kernel hyper-parameters and the noise variance by Adam on the VFE bound. The GP works
     in float64 with the noise variance kept above ``noise_floor``: on nearly noise-free data
     (the naval data set) the noise variance falls towards zero and the Cholesky factor of
@@ -35,6 +38,9 @@ def fit_sparse_gp(
 
     if not noise_floor > 0:
         raise ValueError(f"fit_sparse_gp: noise_floor must be positive, got {noise_floor!r}")
+    if isinstance(num_inducing, bool) or not isinstance(num_inducing, int) or num_inducing < 1:
+        raise ValueError(f"fit_sparse_gp: num_inducing must be a positive int, got {num_inducing!r}")
+    check_regression_data("fit_sparse_gp", x, y)
     x, y = x.double(), y.double()
     pyro.clear_param_store()
     g = torch.Generator().manual_seed(seed)

@@ -211,8 +211,8 @@ class MLP(PyroModule):
             layout = "[N, features]" if self.runs is None else f"[runs={self.runs}, N, features]"
             raise ValueError(f"MLP: x must be {layout}, got shape {tuple(x.shape)}")
         n = x.shape[-2]
-        if y is not None and y.shape[: expected - 1] != x.shape[:-1]:
-            raise ValueError(f"MLP: x has shape {tuple(x.shape)} but y has shape {tuple(y.shape)}")
+        if y is not None:
+            self._check_targets(x, y)
         scale = 1.0 if num_data is None else num_data / n
         with ExitStack() as stack:
             if self.runs is not None:
@@ -221,6 +221,20 @@ class MLP(PyroModule):
             f = self.features(x)
             with pyro.plate("data", n, dim=-1), pyro.poutine.scale(scale=scale):
                 return self._observe(f, y, tau)
+
+    def _check_targets(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        """``y`` is one value per row of ``x`` (one vector of ``out_features`` for a normal likelihood of
+        several outputs): a column ``[N, 1]`` would broadcast against the ``N`` means into ``[N, N]``
+        log-densities, a wrong likelihood without an error (as under NUTS, which has no loss to check)."""
+        several = self.likelihood != "categorical" and self.out_features > 1
+        want = tuple(x.shape[:-1]) + ((self.out_features,) if several else ())
+        if tuple(y.shape) == want:
+            return
+        hint = "; pass y.squeeze(-1)" if tuple(y.shape) == want + (1,) else ""
+        raise ValueError(
+            f"MLP: x has shape {tuple(x.shape)} but y has shape {tuple(y.shape)}: y must be {want}, one "
+            f"target per row{hint}"
+        )
 
     def _observe(self, f: torch.Tensor, y: torch.Tensor | None, tau: torch.Tensor | None) -> torch.Tensor:
         single = self.out_features == 1

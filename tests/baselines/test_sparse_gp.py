@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from pyro_dropout.baselines import fit_sparse_gp
+from pyro_dropout.baselines import fit_gp, fit_sparse_gp
 
 
 def test_noise_free_data_with_a_constant_column():
@@ -31,3 +31,20 @@ def test_noise_free_data_with_a_constant_column():
 def test_noise_floor_must_be_positive(floor):
     with pytest.raises(ValueError, match="noise_floor"):
         fit_sparse_gp(torch.zeros(5, 1), torch.zeros(5), num_inducing=2, steps=1, noise_floor=floor)
+
+
+@pytest.mark.parametrize("fit", [fit_sparse_gp, fit_gp], ids=["sparse", "exact"])
+def test_data_of_the_wrong_shape_is_named(fit):
+    """Before, the sparse GP raised a raw IndexError for a 1-d x, and Pyro's message for rows that
+    do not match; a column y [n, 1] is named with the fix."""
+    x, y = torch.randn(10, 2), torch.randn(10)
+    for bad_x, bad_y, match in (
+        (x[:, 0], y, r"x must be \[n, d\] and y \[n\], got \(10,\) and \(10,\)"),
+        (x, y[:7], r"got \(10, 2\) and \(7,\)"),
+        (x, y[:, None], r"pass y.squeeze\(-1\)"),
+        (x, y * float("nan"), "must be finite"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            fit(bad_x, bad_y, steps=1)
+    with pytest.raises(TypeError, match="must be tensors"):
+        fit(x.numpy(), y, steps=1)

@@ -117,6 +117,13 @@ def test_mlp_rejects_bad_arguments():
         MLP(2, tau=-1.0)
     with pytest.raises(ValueError, match="y has shape"):
         MLP(2)(torch.randn(5, 2), torch.randn(4))
+    # a column of targets broadcast against the means into [N, N] log-densities, with no error where
+    # no loss checks the sites (NUTS): now refused by the model itself
+    with pytest.raises(ValueError, match=r"y has shape \(5, 1\): y must be \(5,\).*y.squeeze\(-1\)"):
+        MLP(2)(torch.randn(5, 2), torch.randn(5, 1))
+    MLP(2, out_features=3)(torch.randn(5, 2), torch.randn(5, 3))  # several outputs: a vector per row
+    with pytest.raises(ValueError, match=r"y must be \(5, 3\)"):
+        MLP(2, out_features=3)(torch.randn(5, 2), torch.randn(5))
     with pytest.raises(ValueError, match="classes"):
         MLP(2, likelihood="categorical", out_features=1)
 
