@@ -17,7 +17,7 @@ from pyro.optim import PyroOptim
 
 from .divergence import check_gradients, check_loss
 from .fast.compiled import check_jit
-from .fast.frozen import python_state
+from .fast.frozen import StateWatch
 from .fast.traced import TracedLoss, rng_state, set_rng_state_on
 from .input_checks import check_finite_inputs, check_not_empty, checked_outside
 
@@ -86,6 +86,7 @@ class CompiledSVI(SVI):
         self._names: list[str] = []
         self._params: list[torch.Tensor] | None = None
         self._optimizer: torch.optim.Optimizer | None = None
+        self._watch = StateWatch(model, guide)  # the modules' Python values a trace freezes
         self._traced = TracedLoss(self._loss, mode or "trace", self._state, "CompiledSVI")
         self._pending: dict[str, Any] | None = None  # a state to load once the parameters exist
         self.steps = 0  # steps taken by this object (the step number in a divergence error)
@@ -121,7 +122,7 @@ class CompiledSVI(SVI):
             return self.objective.differentiable_loss(self.model, self.guide, *args, **kwargs)
 
     def _state(self) -> tuple:
-        return python_state(self.model, self.guide)
+        return self._watch()
 
     def retrace(self) -> None:
         """Trace the loss again at the next step: after changing a Python value it reads that

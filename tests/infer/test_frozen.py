@@ -152,3 +152,34 @@ def test_comparisons_of_shapes_do_not_count_as_reading_values(make):
             svi.step(x, x.sum(-1))
     (jit,) = svi.loss_and_grads.__self__.jit_losses.values()
     assert not jit.traced.eager and len(jit.traced.traces) == 2
+
+
+def test_the_state_watch_gives_python_states_answer_after_every_kind_of_change():
+    """StateWatch recomputes the modules' state only when something moved; after each change a
+    trace must see, it agrees with python_state (and between changes it returns the same state)."""
+    from pyro_dropout.infer.fast.frozen import StateWatch, python_state
+
+    model = MLP(3, 1, hidden=(4,))
+    guide = DropoutGuide(model, dropout=0.1)
+    guide(torch.randn(5, 3), torch.randn(5))
+    model.sizes = [1, 2]
+    watch = StateWatch(model, guide)
+    first = watch()
+    assert first == python_state(model, guide) and watch() is first  # nothing moved: not recomputed
+    changes = [
+        lambda: setattr(model, "noise", 0.5),  # a new attribute
+        lambda: setattr(model, "noise", 0.25),  # a changed number
+        lambda: model.hidden[0].prior_loc.add_(1.0),  # a buffer changed in place
+        lambda: setattr(model.hidden[0], "prior_loc", torch.zeros(())),  # a buffer replaced
+        lambda: model.sizes.append(3),  # a list of numbers changed in place
+        lambda: setattr(guide, "temperature", 0.2),
+        lambda: setattr(model, "extra", Linear(2, 2)),  # a new submodule
+        lambda: delattr(model, "noise"),
+        lambda: setattr(model, "renamed", 0.25),  # deleted one attribute, added another
+    ]
+    for change in changes:
+        before = watch()
+        change()
+        now = watch()
+        assert now == python_state(model, guide)
+        assert now != before

@@ -19,17 +19,19 @@ frozen into it:
 
 from __future__ import annotations
 
+import operator
 import os
 import sysconfig
 import traceback
 import warnings
 import weakref
 from collections.abc import Callable, Hashable
+from itertools import chain
 from typing import Any
 
 import torch
 
-__all__ = ["changed_attribute", "python_state", "value_read_at"]
+__all__ = ["StateWatch", "changed_attribute", "python_state", "value_read_at"]
 
 _PLAIN = frozenset({bool, int, float, str, type(None)})
 # what every module holds for PyTorch and Pyro (hooks, children, parameters, the Pyro context):
@@ -89,6 +91,76 @@ def python_state(*objects: Any) -> tuple[tuple[str, Hashable], ...]:
             for prefix, module in obj.named_modules():
                 _module_state(f"{top}{prefix}." if prefix else top, module, state)
     return tuple(state)
+
+
+_VERSION = operator.attrgetter("_version")
+_CALL = getattr(operator, "call", lambda fn, arg: fn(arg))  # operator.call: Python 3.11
+
+
+class StateWatch:
+    """:func:`python_state` of ``objects``, recomputed only when something it reads may have
+    changed. Each call checks, in C (``map`` over the modules' dicts), that every module's
+    attributes (by name), children, buffers and priors are the same objects as when the state was
+    computed (held here, so that no new object can take an old one's address), that their tensors
+    have the same in-place versions, and that their lists of numbers hold the same numbers: a few
+    microseconds, where :func:`python_state` builds every name and key (tens). Where anything
+    moved, the state is computed again, so the result is always the one :func:`python_state`
+    gives."""
+
+    def __init__(self, *objects: Any) -> None:
+        self._objects = [
+            weakref.ref(o) if isinstance(o, torch.nn.Module) else (lambda o=o: o) for o in objects
+        ]
+        self._state: tuple = ()
+        self._attributes: tuple[dict, ...] = ()
+
+    def __call__(self) -> tuple[tuple[str, Hashable], ...]:
+        if self._attributes and self._unchanged():
+            return self._state
+        objects = [ref() for ref in self._objects]
+        self._state = python_state(*objects)
+        self._remember([m for o in objects if isinstance(o, torch.nn.Module) for _, m in o.named_modules()])
+        return self._state
+
+    def _unchanged(self) -> bool:
+        tables = self._tables
+        try:
+            now = tuple(chain.from_iterable(map(_CALL, self._getters, self._attributes)))
+        except KeyError:  # an attribute deleted
+            return False
+        return (
+            tuple(map(len, self._attributes)) == self._sizes
+            and tuple(map(len, tables)) == self._table_sizes
+            and all(map(operator.is_, now, self._held))
+            and all(map(operator.is_, chain.from_iterable(map(dict.values, tables)), self._table_values))
+            and all(map(operator.is_, chain.from_iterable(tables), self._table_keys))
+            and tuple(map(_VERSION, self._tensors)) == self._versions
+            and all(_value_key(owner[name]) == key for owner, name, key in self._lists)
+        )
+
+    def _remember(self, modules: list[torch.nn.Module]) -> None:
+        attributes = tuple(vars(m) for m in modules)
+        tables = [t for a in attributes for t in (a["_modules"], a["_buffers"], a.get("_pyro_samples"))]
+        self._attributes, self._tables = attributes, tuple(t for t in tables if isinstance(t, dict))
+        # two internal names besides the watched ones: the getter always returns a tuple
+        self._getters = tuple(
+            operator.itemgetter(*(n for n in a if n not in _INTERNAL), "_modules", "_buffers")
+            for a in attributes
+        )
+        self._sizes = tuple(map(len, attributes))
+        self._table_sizes = tuple(map(len, self._tables))
+        self._held = tuple(chain.from_iterable(map(_CALL, self._getters, attributes)))
+        self._table_values = tuple(chain.from_iterable(map(dict.values, self._tables)))
+        self._table_keys = tuple(chain.from_iterable(self._tables))
+        self._tensors = tuple(v for v in (*self._held, *self._table_values) if isinstance(v, torch.Tensor))
+        self._versions = tuple(map(_VERSION, self._tensors))
+        # a list of numbers is read by python_state by its contents: changed in place, it is seen
+        self._lists = tuple(
+            (a, n, _value_key(v))
+            for a in attributes
+            for n, v in a.items()
+            if n not in _INTERNAL and type(v) is list and _value_key(v) is not None
+        )
 
 
 def changed_attribute(before: tuple, now: tuple) -> str:

@@ -21,7 +21,7 @@ import torch
 from pyro import poutine
 
 from ..input_checks import check_finite_inputs, check_not_empty, checked_outside
-from .frozen import python_state
+from .frozen import StateWatch
 from .traced import TracedLoss
 
 __all__ = ["JitLoss"]
@@ -39,6 +39,7 @@ class JitLoss:
         # held weakly where the objective keeps this loss (no cycle to keep the model and guide alive)
         self._objective = weakref.ref(objective) if owned else lambda: objective
         self.model, self.guide = model, guide
+        self._watch = StateWatch(model, guide)  # the modules' Python values a trace freezes
         self.names: list[str] = []
         self.auto = mode == "auto"
         self.outside = False  # mode="auto" with parameters outside the param store: eager
@@ -50,7 +51,7 @@ class JitLoss:
         return self._objective()
 
     def _state(self) -> tuple:
-        return python_state(self.model, self.guide)
+        return self._watch()
 
     def _loss(self, *args: Any, **kwargs: Any) -> torch.Tensor:
         with pyro.validation_enabled(False), checked_outside():  # __call__ checks the inputs
