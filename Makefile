@@ -53,6 +53,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/shared_pass.py
 	$(BIN)/python benchmarks/kfold_cost.py
 	$(BIN)/python benchmarks/kl_passes.py --threads 1
+	$(BIN)/python benchmarks/state_check.py --threads 1
 
 # The UCI benchmark (hours on a 2-core CPU): every METHOD on every DATASET, resumable.
 UCI_DATASETS ?= bostonHousing concrete wine-quality-red kin8nm power-plant naval-propulsion-plant protein-tertiary-structure

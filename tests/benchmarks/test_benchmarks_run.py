@@ -32,6 +32,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
         "compile_cost",
         "process_dependence",
         "wide_particles",
+        "state_check",
     ],
 )
 def test_benchmark_runs(script):
