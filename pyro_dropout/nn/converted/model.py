@@ -29,7 +29,7 @@ from .fold import Fold, FoldError, folding
 from .likelihoods import check_targets, observe
 from .loop import Draw, one_draw
 
-__all__ = ["ConvertedModel"]
+__all__ = ["SEVERAL_INPUTS", "ConvertedModel"]
 
 _CHECK_ROWS = 3  # rows of the self-check (x 2 draws)
 _DROPOUTS = {F.dropout, F.dropout1d, F.dropout2d, F.dropout3d, torch.dropout, F.alpha_dropout}
@@ -53,6 +53,14 @@ class _NoFunctionalDropout(TorchFunctionMode):
                 "forward: use an nn.Dropout module there"
             )
         return func(*args, **kwargs)
+
+
+# a network whose forward takes several tensors: what to do instead
+SEVERAL_INPUTS = (
+    "For a network of several inputs, convert a wrapper module whose forward takes one tensor and "
+    "splits it (torch.cat of the inputs' features in, slices inside), so that the draws can be "
+    "folded into its one batch dimension"
+)
 
 
 class ConvertedModel(PyroModule):
@@ -171,6 +179,11 @@ class ConvertedModel(PyroModule):
 
     # --- the model ---------------------------------------------------------------------------
     def _check_input(self, x: torch.Tensor) -> None:
+        if isinstance(x, tuple | list) and x and all(isinstance(t, torch.Tensor) for t in x):
+            raise TypeError(
+                f"from_module: x is a {type(x).__name__} of {len(x)} tensors; the converted network takes "
+                f"one input tensor [N, ...]. {SEVERAL_INPUTS}"
+            )
         if not isinstance(x, torch.Tensor) or x.dim() == 0 or x.shape[0] == 0:
             raise ValueError(
                 f"from_module: x must be a tensor [N, ...] with N >= 1 rows, got {getattr(x, 'shape', x)!r}"
