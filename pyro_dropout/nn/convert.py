@@ -112,7 +112,10 @@ def _layers_in_order(gm: fx.GraphModule | None, weighted: list[str]) -> list[str
     ]
 
 
-def _check_arguments(likelihood: Any, tau: Any, last_layer: Any, keep: Any, dropouts: Any) -> None:
+def _check_arguments(net: Any, likelihood: Any, tau: Any, last_layer: Any, keep: Any, dropouts: Any) -> None:
+    if not isinstance(net, nn.Module):
+        raise TypeError(f"from_module: net must be a torch.nn.Module, got {type(net).__name__}")
+    check_hook_norms(net)
     check_likelihood(likelihood)
     if isinstance(tau, bool) or not (isinstance(tau, int | float) and math.isfinite(tau) and tau > 0):
         raise ValueError(f"from_module: tau must be a positive finite number, got {tau!r}")
@@ -148,10 +151,7 @@ def from_module(
         layer's variational family (what Concrete dropout learns); ``"sites"``: every dropout is a
         mask site where it is.
     """
-    if not isinstance(net, nn.Module):
-        raise TypeError(f"from_module: net must be a torch.nn.Module, got {type(net).__name__}")
-    _check_arguments(likelihood, tau, last_layer, keep, dropouts)
-    check_hook_norms(net)
+    _check_arguments(net, likelihood, tau, last_layer, keep, dropouts)
     copy_ = _copy(net)
     weighted = _weighted(copy_, keep)
     check_convertible(copy_, set(weighted))

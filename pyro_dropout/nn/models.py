@@ -230,10 +230,14 @@ class MLP(PyroModule):
         want = tuple(x.shape[:-1]) + ((self.out_features,) if several else ())
         if tuple(y.shape) == want:
             return
-        hint = "; pass y.squeeze(-1)" if tuple(y.shape) == want + (1,) else ""
+        hint = ""
+        if tuple(y.shape) == want + (1,):
+            hint = "; pass y.squeeze(-1)"
+        elif self.likelihood == "categorical" and tuple(y.shape) == want + (self.out_features,):
+            hint = "; labels one-hot? the likelihood takes class indices: pass y.argmax(-1)"
         raise ValueError(
-            f"MLP: x has shape {tuple(x.shape)} but y has shape {tuple(y.shape)}: y must be {want}, one "
-            f"target per row{hint}"
+            f"MLP, at site 'obs': x has shape {tuple(x.shape)} but y has shape {tuple(y.shape)}: y must be "
+            f"{want}, one target per row{hint}"
         )
 
     def _observe(self, f: torch.Tensor, y: torch.Tensor | None, tau: torch.Tensor | None) -> torch.Tensor:

@@ -60,17 +60,12 @@ def check_convertible(net: nn.Module, convertible: set[str]) -> None:
             continue
         kind = next(k for k in WEIGHTED if isinstance(module, k))
         hint = f"; keep it deterministic with keep=['{name}']"
-        _check_not_parametrized(name, module, hint)
+        _check_padding_and_norms(name, module, hint)
         if type(module).forward is not _BASE_FORWARD[kind]:
             raise ValueError(
                 f"from_module: '{name}' is a {type(module).__name__}, a "
                 f"subclass of nn.{kind.__name__} with its own "
                 f"forward, which the Bayesian layer would replace{hint}"
-            )
-        if getattr(module, "padding_mode", "zeros") != "zeros":
-            raise ValueError(
-                f"from_module: '{name}' has "
-                f"padding_mode={module.padding_mode!r}; only 'zeros' is supported{hint}"
             )
         if isinstance(module, nn.LSTM | nn.GRU) and (
             module.bidirectional or bool(getattr(module, "proj_size", 0))
@@ -113,9 +108,14 @@ def check_hook_norms(net: nn.Module) -> None:
                 )
 
 
-def _check_not_parametrized(name: str, module: nn.Module, hint: str) -> None:
-    """Refuse a layer whose weight a parametrization computes (``weight_norm``, ``spectral_norm``):
-    a sample site is the weight itself, so the parametrization would be lost."""
+def _check_padding_and_norms(name: str, module: nn.Module, hint: str) -> None:
+    """Refuse a layer whose padding is not zeros, or whose weight a parametrization computes
+    (``weight_norm``, ``spectral_norm``): a sample site is the weight itself, so the
+    parametrization would be lost."""
+    if getattr(module, "padding_mode", "zeros") != "zeros":
+        raise ValueError(
+            f"from_module: '{name}' has padding_mode={module.padding_mode!r}; only 'zeros' is supported{hint}"
+        )
     parametrized = sorted(getattr(module, "parametrizations", {}) or {})
     if not parametrized:
         return
