@@ -183,3 +183,19 @@ def test_the_state_watch_gives_python_states_answer_after_every_kind_of_change()
         now = watch()
         assert now == python_state(model, guide)
         assert now != before
+
+
+def test_a_model_wrapped_by_pyros_handlers_is_read_inside_them():
+    """SVI(poutine.block(model, ...), guide): the module's values are still part of the trace's key
+    (before, only module objects were read, and a handler is a function)."""
+    from pyro import poutine
+
+    from pyro_dropout.infer.fast.frozen import StateWatch, python_state
+
+    model = MLP(3, 1, hidden=(4,))
+    blocked = poutine.block(model, hide=["nothing"])
+    watch = StateWatch(blocked)
+    before = watch()
+    assert before == python_state(model) and before
+    model.noise = 0.5
+    assert watch() == python_state(blocked) != before

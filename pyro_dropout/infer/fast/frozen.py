@@ -31,6 +31,8 @@ from typing import Any
 
 import torch
 
+from ...nn.adapt import module_inside
+
 __all__ = ["StateWatch", "changed_attribute", "python_state", "value_read_at"]
 
 _PLAIN = frozenset({bool, int, float, str, type(None)})
@@ -83,10 +85,11 @@ def _module_state(prefix: str, module: torch.nn.Module, state: list) -> None:
 def python_state(*objects: Any) -> tuple[tuple[str, Hashable], ...]:
     """The Python values a trace of ``objects`` (the model, the guide) would freeze: every
     plain attribute (numbers, strings, flags), tensor attribute and buffer (by identity and
-    in-place version) and Pyro prior of each of their modules, by dotted name."""
+    in-place version) and Pyro prior of each of their modules, by dotted name. A module wrapped
+    by Pyro's handlers (``poutine.block(model, ...)``) is read inside them."""
     state: list[tuple[str, Hashable]] = []
-    for i, obj in enumerate(objects):
-        if isinstance(obj, torch.nn.Module):
+    for i, obj in enumerate(map(module_inside, objects)):
+        if obj is not None:
             top = "model." if i == 0 else "guide."
             for prefix, module in obj.named_modules():
                 _module_state(f"{top}{prefix}." if prefix else top, module, state)
@@ -109,7 +112,8 @@ class StateWatch:
 
     def __init__(self, *objects: Any) -> None:
         self._objects = [
-            weakref.ref(o) if isinstance(o, torch.nn.Module) else (lambda o=o: o) for o in objects
+            weakref.ref(o) if isinstance(o, torch.nn.Module) else (lambda o=o: o)
+            for o in map(module_inside, objects)
         ]
         self._state: tuple = ()
         self._attributes: tuple[dict, ...] = ()
