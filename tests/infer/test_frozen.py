@@ -172,6 +172,8 @@ def test_the_state_watch_gives_python_states_answer_after_every_kind_of_change()
         lambda: model.hidden[0].prior_loc.add_(1.0),  # a buffer changed in place
         lambda: setattr(model.hidden[0], "prior_loc", torch.zeros(())),  # a buffer replaced
         lambda: model.sizes.append(3),  # a list of numbers changed in place
+        lambda: model.sizes.append(torch.zeros(1)),  # no longer a list of numbers
+        lambda: model.sizes.pop(),  # a list of numbers again
         lambda: setattr(guide, "temperature", 0.2),
         lambda: setattr(model, "extra", Linear(2, 2)),  # a new submodule
         lambda: delattr(model, "noise"),

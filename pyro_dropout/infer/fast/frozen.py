@@ -158,12 +158,13 @@ class StateWatch:
         self._table_keys = tuple(chain.from_iterable(self._tables))
         self._tensors = tuple(v for v in (*self._held, *self._table_values) if isinstance(v, torch.Tensor))
         self._versions = tuple(map(_VERSION, self._tensors))
-        # a list of numbers is read by python_state by its contents: changed in place, it is seen
+        # python_state reads a list of numbers by its contents (any other list not at all): a list
+        # changed in place, into or out of that kind, is seen
         self._lists = tuple(
             (a, n, _value_key(v))
             for a in attributes
             for n, v in a.items()
-            if n not in _INTERNAL and type(v) is list and _value_key(v) is not None
+            if n not in _INTERNAL and type(v) is list
         )
 
 
