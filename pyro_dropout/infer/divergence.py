@@ -58,6 +58,16 @@ def check_loss(
         raise DivergenceError(f"{where}: the loss is {value}; {diagnose(args, kwargs, params)}")
 
 
+_FLAGS: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}
+
+
+def _flags(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """The fused test's flag and its scale of 1 on ``device``, made once."""
+    if device not in _FLAGS:
+        _FLAGS[device] = (torch.zeros(1, device=device), torch.ones(1, device=device))
+    return _FLAGS[device]
+
+
 def all_finite(tensors: list[torch.Tensor]) -> bool:
     """Whether every entry of ``tensors`` is finite: one fused pass over them all (the test of
     ``torch.amp``'s gradient scaler, which multiplies them by 1 in place, changing nothing) and one
@@ -66,11 +76,10 @@ def all_finite(tensors: list[torch.Tensor]) -> bool:
     if first.dtype in _FUSED_DTYPES and all(
         t.dtype == first.dtype and t.device == first.device for t in tensors
     ):
-        found = torch.zeros(1, device=first.device)
+        found, one = _flags(first.device)
+        found.zero_()
         try:
-            torch._amp_foreach_non_finite_check_and_unscale_(
-                tensors, found, torch.ones(1, device=first.device)
-            )
+            torch._amp_foreach_non_finite_check_and_unscale_(tensors, found, one)
         except (RuntimeError, NotImplementedError):  # a PyTorch or device without the fused test
             pass
         else:
