@@ -27,7 +27,7 @@ from .guides.ownership import forget_on_collection
 from .infer import DropoutELBO
 from .metrics import evaluate, ood_detection
 from .nn import from_module
-from .nn.converted.model import SEVERAL_INPUTS
+from .nn.converted.model import refuse_several_inputs
 from .prediction import Predictions, predict
 
 __all__ = ["MCDropout"]
@@ -40,11 +40,7 @@ def _tensors(data: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``(x, y)`` from tensors or from a DataLoader (or any iterable) of ``(x, y)`` batches."""
     if isinstance(data, torch.Tensor):
         return data, None
-    if isinstance(data, tuple | list) and data and all(isinstance(t, torch.Tensor) for t in data):
-        raise TypeError(
-            f"MCDropout: x is a {type(data).__name__} of {len(data)} tensors; give one tensor x [N, ...], "
-            f"or a DataLoader of (x, y) batches. {SEVERAL_INPUTS}"
-        )
+    refuse_several_inputs(data, "MCDropout", "give one tensor x [N, ...], or a DataLoader of (x, y) batches")
     xs, ys = [], []
     for batch in data:
         if not isinstance(batch, list | tuple) or not batch or not isinstance(batch[0], torch.Tensor):

@@ -29,7 +29,7 @@ from .fold import Fold, FoldError, folding
 from .likelihoods import check_targets, observe
 from .loop import Draw, one_draw
 
-__all__ = ["SEVERAL_INPUTS", "ConvertedModel"]
+__all__ = ["ConvertedModel", "refuse_several_inputs"]
 
 _CHECK_ROWS = 3  # rows of the self-check (x 2 draws)
 _DROPOUTS = {F.dropout, F.dropout1d, F.dropout2d, F.dropout3d, torch.dropout, F.alpha_dropout}
@@ -55,12 +55,16 @@ class _NoFunctionalDropout(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-# a network whose forward takes several tensors: what to do instead
-SEVERAL_INPUTS = (
-    "For a network of several inputs, convert a wrapper module whose forward takes one tensor and "
-    "splits it (torch.cat of the inputs' features in, slices inside), so that the draws can be "
-    "folded into its one batch dimension"
-)
+def refuse_several_inputs(x: Any, where: str, wanted: str) -> None:
+    """A clear error where ``x`` is a tuple or list of tensors (the inputs of a network whose forward
+    takes several): ``where`` refuses it, ``wanted`` says what it takes, and the error what to do."""
+    if isinstance(x, tuple | list) and x and all(isinstance(t, torch.Tensor) for t in x):
+        raise TypeError(
+            f"{where}: x is a {type(x).__name__} of {len(x)} tensors; {wanted}. For a network of several "
+            "inputs, convert a wrapper module whose forward takes one tensor and splits it (torch.cat of "
+            "the inputs' features in, slices inside), so that the draws can be folded into its one batch "
+            "dimension"
+        )
 
 
 class ConvertedModel(PyroModule):
@@ -179,11 +183,7 @@ class ConvertedModel(PyroModule):
 
     # --- the model ---------------------------------------------------------------------------
     def _check_input(self, x: torch.Tensor) -> None:
-        if isinstance(x, tuple | list) and x and all(isinstance(t, torch.Tensor) for t in x):
-            raise TypeError(
-                f"from_module: x is a {type(x).__name__} of {len(x)} tensors; the converted network takes "
-                f"one input tensor [N, ...]. {SEVERAL_INPUTS}"
-            )
+        refuse_several_inputs(x, "from_module", "the converted network takes one input tensor [N, ...]")
         if not isinstance(x, torch.Tensor) or x.dim() == 0 or x.shape[0] == 0:
             raise ValueError(
                 f"from_module: x must be a tensor [N, ...] with N >= 1 rows, got {getattr(x, 'shape', x)!r}"
