@@ -86,8 +86,8 @@ class CompiledSVI(SVI):
         self._names: list[str] = []
         self._params: list[torch.Tensor] | None = None
         self._optimizer: torch.optim.Optimizer | None = None
-        self._watch = StateWatch(model, guide)  # the modules' Python values a trace freezes
-        self._traced = TracedLoss(self._loss, mode or "trace", self._state, "CompiledSVI")
+        # the trace's key: the modules' Python values it freezes
+        self._traced = TracedLoss(self._loss, mode or "trace", StateWatch(model, guide), "CompiledSVI")
         self._pending: dict[str, Any] | None = None  # a state to load once the parameters exist
         self.steps = 0  # steps taken by this object (the step number in a divergence error)
 
@@ -120,9 +120,6 @@ class CompiledSVI(SVI):
     def _loss(self, *args: Any, **kwargs: Any) -> torch.Tensor:
         with pyro.validation_enabled(False), checked_outside():  # step checks the inputs
             return self.objective.differentiable_loss(self.model, self.guide, *args, **kwargs)
-
-    def _state(self) -> tuple:
-        return self._watch()
 
     def retrace(self) -> None:
         """Trace the loss again at the next step: after changing a Python value it reads that

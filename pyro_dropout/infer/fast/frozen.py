@@ -111,10 +111,8 @@ class StateWatch:
     gives."""
 
     def __init__(self, *objects: Any) -> None:
-        self._objects = [
-            weakref.ref(o) if isinstance(o, torch.nn.Module) else (lambda o=o: o)
-            for o in map(module_inside, objects)
-        ]
+        # held weakly (no cycle keeps a model alive); an object that is no module reads as None
+        self._objects = [(lambda: None) if o is None else weakref.ref(o) for o in map(module_inside, objects)]
         self._state: tuple = ()
         self._attributes: tuple[dict, ...] = ()
 

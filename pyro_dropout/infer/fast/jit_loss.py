@@ -39,19 +39,16 @@ class JitLoss:
         # held weakly where the objective keeps this loss (no cycle to keep the model and guide alive)
         self._objective = weakref.ref(objective) if owned else lambda: objective
         self.model, self.guide = model, guide
-        self._watch = StateWatch(model, guide)  # the modules' Python values a trace freezes
         self.names: list[str] = []
         self.auto = mode == "auto"
         self.outside = False  # mode="auto" with parameters outside the param store: eager
         owner = f"{type(objective).__name__}(jit={'True' if mode == 'trace' else repr(mode)})"
-        self.traced = TracedLoss(self._loss, mode, self._state, owner)
+        # the trace's key: the modules' Python values it freezes
+        self.traced = TracedLoss(self._loss, mode, StateWatch(model, guide), owner)
 
     @property
     def objective(self) -> Any:
         return self._objective()
-
-    def _state(self) -> tuple:
-        return self._watch()
 
     def _loss(self, *args: Any, **kwargs: Any) -> torch.Tensor:
         with pyro.validation_enabled(False), checked_outside():  # __call__ checks the inputs
