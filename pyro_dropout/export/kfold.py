@@ -152,7 +152,7 @@ def kfold_result(scores: torch.Tensor, folds: torch.Tensor, draws: int) -> Any:
     import xarray as xr
     from arviz.stats.stats_utils import ELPDData
 
-    held, inside = split_scores(scores.double(), folds)
+    held, inside = split_scores(scores.detach().to("cpu", torch.float64), folds.cpu())  # from any device
     elpd_i, p, k = held.numpy(), float((inside - held).sum()), scores.shape[0]
     n = len(elpd_i)
     se = float((n * np.var(elpd_i)) ** 0.5)

@@ -92,7 +92,8 @@ def fit_and_score(
         return f"guide(model) is a {type(made).__name__}, not a DropoutGuide"
     xs = x.expand(k, *x.shape).contiguous()
     ys = y.expand(k, *y.shape).contiguous()
-    mask = folds.unsqueeze(0) != torch.arange(k).unsqueeze(1)  # [K, N]: row n trains run r
+    folds = folds.to(x.device)  # the mask meets the model's log-densities there
+    mask = folds.unsqueeze(0) != torch.arange(k, device=x.device).unsqueeze(1)  # [K, N]: row n trains run r
     train(model, made, xs, ys, mask)
     with torch.no_grad():
         return score(model, made, xs, ys)

@@ -10,6 +10,9 @@ from ..guides.ownership import GuideConflictError
 
 __all__ = ["BatchedDrawError", "explain_batched_failure"]
 
+# failures that batching over draws cannot cause, passed on as they are
+NOT_BATCHING = ("Expected all tensors to be on the same device", "the same dtype")
+
 
 class BatchedDrawError(RuntimeError):
     """The model failed on weights with a leading draw dimension (vectorised particles or
@@ -30,6 +33,8 @@ def explain_batched_failure(entry: str, fix: str) -> Iterator[None]:
         ):
             raise  # the set-up's own errors are not the model's failing on batched weights
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        if any(text in first for text in NOT_BATCHING):
+            raise  # tensors on two devices or of two dtypes: no batching makes that
         if (
             "inside plate('num_particles_vectorized')" in first
             or "inside plate('_pyro_dropout_draws')" in first

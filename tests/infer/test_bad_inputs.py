@@ -169,6 +169,24 @@ def test_a_model_that_cannot_take_batched_weights_runs_one_draw_at_a_time():
             raise ValueError("the model's own")
 
 
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!",
+        "expected m1 and m2 to have the same dtype, but got: double != float",
+    ],
+)
+def test_two_devices_or_dtypes_are_not_blamed_on_batched_weights(message):
+    """torch's errors for tensors on two devices or of two dtypes (as a fold mask left on the CPU
+    under a CUDA model once made) pass through unchanged: batching over draws causes neither."""
+    from pyro_dropout.infer.batched_errors import explain_batched_failure
+
+    with pytest.raises(RuntimeError, match=r"^" + message[:30]) as caught:
+        with explain_batched_failure("DropoutELBO", "vectorize_particles=False"):
+            raise RuntimeError(message)
+    assert type(caught.value) is RuntimeError
+
+
 class _Branching(pyro.nn.PyroModule):
     """Its second layer is one of two, chosen by the data: a guide set up on positive inputs
     never saw ``neg.weight``."""
