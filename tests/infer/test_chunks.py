@@ -46,14 +46,16 @@ def test_auto_chunk_keeps_a_chunk_within_a_quarter_of_the_cache(monkeypatch):
 def test_auto_chunk_on_a_gpu_takes_few_large_chunks_within_a_memory_budget(monkeypatch):
     meta = torch.device("meta")  # not a CPU, and no free memory to ask
     assert auto_chunk_size(meta, 2**16, 1000) == 1000  # 64 MB in all: one chunk
-    assert auto_chunk_size(meta, 2 * 2**20, 1000) == ACCELERATOR_CHUNK_BYTES // (2 * 2**20)  # 512
+    assert ACCELERATOR_CHUNK_BYTES // (2 * 2**20) == 512  # 2 MB a draw: 512 fit in the budget ...
+    assert auto_chunk_size(meta, 2 * 2**20, 1000) == 500  # ... so two even chunks of 500
+    assert auto_chunk_size(meta, 2 * 2**20, 1500) == 500  # three
     assert auto_chunk_size(meta, 4 * ACCELERATOR_CHUNK_BYTES, 1000) == 1
     cuda = torch.device("cuda")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (8 * 2**30, 16 * 2**30))
-    assert auto_chunk_size(cuda, 2 * 2**20, 1000) == 512  # an eighth of 8 GB free is the 1 GiB cap
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (140 * 2**30, 141 * 2**30))
+    assert auto_chunk_size(cuda, 2 * 2**20, 1000) == 1000  # an eighth of 140 GB free: no fixed cap
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (2 * 2**30, 16 * 2**30))
-    assert auto_chunk_size(cuda, 2 * 2**20, 1000) == 128  # 256 MB: an eighth of 2 GB free
+    assert auto_chunk_size(cuda, 2 * 2**20, 1000) == 125  # 256 MB (an eighth of 2 GB free): 128 fit, 8 chunks
 
 
 def test_predict_sizes_its_chunks_from_the_widest_layer(monkeypatch):
