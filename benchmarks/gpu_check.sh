@@ -4,10 +4,12 @@
 #
 #   bash benchmarks/gpu_check.sh [OUT]     # OUT: where the logs and JSON files go (default gpu-check)
 #
-# Order: the CUDA tests; prediction T x N at the chunk rule's choice and at one chunk (predictive);
-# the draws that share a pass (shared_pass: LeNet); the UCI and wide-net SVI steps against raw
-# (svi_step --quick); LeNet under K particles (conv_particles). About 9 minutes in all at the limits
-# below; a step that runs past its limit is cut and the next one starts.
+# Order: the CUDA tests; one SVI step with and without CUDA graphs (cuda_graphs); prediction
+# T x N at the chunk rule's choice and at one chunk (predictive); the UCI and wide-net SVI steps of
+# every path but the compiled ones against raw (svi_step --quick --no-compile); the two layouts of
+# a product with few outputs (skinny_product); the draws that share a pass (shared_pass: LeNet);
+# LeNet under K particles (conv_particles). At most 9.5 minutes at the limits below; a step that
+# runs past its limit is cut and the next one starts.
 set -u
 OUT="${1:-gpu-check}"
 mkdir -p "$OUT"
@@ -23,10 +25,12 @@ step() {  # step NAME LIMIT_SECONDS COMMAND...
   echo "   rc=$?" | tee -a "$OUT/steps.txt"
 }
 
-step cuda-tests 120 "$PY" -m pytest -q -m cuda -p no:cacheprovider
-step predictive 150 "$PY" benchmarks/predictive.py --device cuda
-step shared-pass 60 "$PY" benchmarks/shared_pass.py --device cuda
-step svi-step 150 "$PY" benchmarks/svi_step.py --device cuda --quick
-step conv-particles 60 "$PY" benchmarks/conv_particles.py --device cuda --quick
+step cuda-tests 90 "$PY" -m pytest -q -m cuda -p no:cacheprovider
+step cuda-graphs 180 "$PY" benchmarks/cuda_graphs.py --device cuda
+step predictive 90 "$PY" benchmarks/predictive.py --device cuda
+step svi-step 90 "$PY" benchmarks/svi_step.py --device cuda --quick --no-compile
+step skinny-product 30 "$PY" benchmarks/skinny_product.py --device cuda
+step shared-pass 40 "$PY" benchmarks/shared_pass.py --device cuda
+step conv-particles 45 "$PY" benchmarks/conv_particles.py --device cuda --quick
 cp benchmarks/results/*cuda*.json "$OUT/" 2>/dev/null
 echo "kept in $OUT: $(ls "$OUT" | tr '\n' ' ')"

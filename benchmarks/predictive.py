@@ -7,8 +7,9 @@ Run: python benchmarks/predictive.py [--device auto|cpu|cuda] [--quick]
    rate (a 2048² product), measured in one run, interleaved:
 
    * ``predict`` with its default chunks (sized from the cache, replayed from a trace that is
-     kept with the guide for later calls), with 100-draw chunks (the old default), and with
-     ``jit=False``; and, apart, the first call on a new guide, which makes the trace;
+     kept with the guide for later calls), with 100-draw chunks (the old default), with
+     ``jit=False``, and on a GPU with all draws in one chunk; and, apart, the first call on a
+     new guide, which makes the trace;
    * peers (``predictive_peers.py``): a raw PyTorch loop, one draw at a time; bayesian-torch's
      layers, one forward pass per draw (skipped where it is not installed);
    * the batched matrix products of the same FLOPs, ``x @ W1[t].T`` and ``h @ W2[t].T`` for all
@@ -86,6 +87,10 @@ def speed(device: torch.device, t: int, n: int, blocks: int) -> dict:
         "bayesian_torch_loop": bayesian_torch_loop(x, t),
         "square_gemm": gemm,
     }
+    if device.type == "cuda":  # all draws in one chunk (on a CPU its 2 GB layer would page memory)
+        runners["predict_one_chunk"] = lambda: predict(
+            model, guide, x, num_samples=t, chunk_size=t, return_sites=["mean"]
+        )
     missing = [k for k, v in runners.items() if v is None]
     seconds = interleaved_best(
         {k: v for k, v in runners.items() if v is not None}, device, 1, blocks, warmup=1

@@ -1,7 +1,7 @@
 """The benchmark of record for training speed: one SVI step of each library path, and of Pyro's
 AutoNormal, against a raw PyTorch training step doing the same computation, in one process.
 
-Run: python benchmarks/svi_step.py --threads 1 [--device auto|cpu|cuda] [--quick] [--out NAME]
+Run: python benchmarks/svi_step.py --threads 1 [--device auto|cpu|cuda] [--quick] [--no-compile] [--out NAME]
 
 Networks: the UCI net (13-50-1, Gaussian likelihood, batch 32 and 128) and a wide net
 (784-1024-1024-10, categorical likelihood, batch 128). Losses: DropoutELBO with one
@@ -196,7 +196,7 @@ COMPILING = ("svi_compile", "svi_joint", "compiled_compile")  # first step timed
 WARM = {"svi": AUTO_AFTER + 2}
 
 
-def case(name, sizes, classes, batch, loss_name, device, steps, blocks) -> dict:
+def case(name, sizes, classes, batch, loss_name, device, steps, blocks, compile_paths=True) -> dict:
     g = torch.Generator().manual_seed(1)
     x = torch.randn(batch, sizes[0], generator=g).to(device)
     y = (
@@ -217,6 +217,7 @@ def case(name, sizes, classes, batch, loss_name, device, steps, blocks) -> dict:
     row["raw_adam_ms"] = {a: 1e3 * statistics.median(t) for a, t in times.items()}
     raw = raws[row["raw_adam"]]
     groups = GROUPS + ((("autonormal",),) if alpha is None else ())
+    groups = tuple(g for g in groups if compile_paths or g[0] not in COMPILING)
     for kinds in groups:
         runners = {"raw": lambda: raw.step(x, y)}
         for kind in kinds:
@@ -268,6 +269,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile paths")
     parser.add_argument("--threads", type=int, help="PyTorch's CPU threads (the record: 1)")
     parser.add_argument("--out", help="the JSON file's name under benchmarks/results (default by device)")
     args = parser.parse_args()
@@ -281,8 +283,10 @@ def main() -> None:
     rows = []
     for loss_name in ("elbo", "bbalpha"):
         for batch in (32, 128):
-            rows.append(case("uci", uci, False, batch, loss_name, device, steps_small, blocks))
-        rows.append(case("wide", wide, True, 128, loss_name, device, steps_wide, blocks))
+            rows.append(
+                case("uci", uci, False, batch, loss_name, device, steps_small, blocks, not args.no_compile)
+            )
+        rows.append(case("wide", wide, True, 128, loss_name, device, steps_wide, blocks, not args.no_compile))
     write(
         args.out or f"svi_step_{device.type}" + ("_quick" if args.quick else ""),
         {"machine": machine(device), "date": date.today().isoformat(), "blocks": blocks, "rows": rows},

@@ -33,6 +33,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
         "process_dependence",
         "wide_particles",
         "state_check",
+        "cuda_graphs",
     ],
 )
 def test_benchmark_runs(script):
