@@ -14,7 +14,9 @@ timed interleaved with the raw step (``benchmarks/svi_step.py``'s ``RawStep``, f
 * ``compiled_compile_graphs``: the same compiled while Inductor's ``triton.cudagraphs`` is on,
   so the compiled loss and its gradient replay as CUDA graphs (the optimizer's update stays
   outside them). Inductor's counters are stored (``inductor_counters``): a graph Inductor
-  declined to capture shows there as a ``cudagraph_skips`` entry.
+  declined to capture shows there as a ``cudagraph_skips`` entry. From one seed, six steps with
+  and without the graphs must give the same losses (``graphs_check``): a graph that replayed
+  stale masks would not.
 
 Ratios are medians over raw's median in the same blocks (``*_vs_raw``). On a CPU only ``raw``
 and ``compiled`` run (a smoke test); the graph paths need CUDA.
@@ -82,6 +84,24 @@ def library_step(kind: str, sizes, classes, make_loss, device, x, y, row: dict):
     return lambda: svi.step(x, y, num_data=N_DATA)
 
 
+def graphs_train_as_without(sizes, classes, make_loss, device, x, y, steps: int = 6) -> dict:
+    """Whether the compiled loss replayed as CUDA graphs draws the masks it draws without them:
+    from one seed, ``steps`` steps of each from the same initial network give the same losses
+    (the check a default of CUDA graphs would need: a graph replaying stale masks would not)."""
+    from torch._inductor import config
+
+    losses = {}
+    for graphs in (False, True):
+        torch.manual_seed(0)
+        svi, _, _ = library("compiled_compile", sizes, classes, make_loss(), device)
+        torch.manual_seed(1)
+        with config.patch({"triton.cudagraphs": graphs}):
+            losses[graphs] = [svi.step(x, y, num_data=N_DATA) for _ in range(steps)]
+    worst = max(abs(a - b) / max(abs(a), 1e-12) for a, b in zip(losses[False], losses[True], strict=True))
+    distinct = len(set(losses[True])) == steps  # fresh masks each step (and the update) move the loss
+    return {"same_losses": worst < 1e-4, "largest_rel_difference": worst, "all_distinct": distinct}
+
+
 def case(name, sizes, classes, loss_name, device, steps, blocks) -> dict:
     g = torch.Generator().manual_seed(1)
     x = torch.randn(128, sizes[0], generator=g).to(device)
@@ -118,6 +138,12 @@ def case(name, sizes, classes, loss_name, device, steps, blocks) -> dict:
         print(
             f"  {name} {loss_name}: {kind:24s} {row[f'{kind}_ms']:7.3f} ms  {row[f'{kind}_vs_raw']:5.2f}x raw"
         )
+    if cuda:
+        try:
+            row["graphs_check"] = graphs_train_as_without(sizes, classes, make_loss, device, x, y)
+        except Exception as error:  # kept, as the timings are
+            row["graphs_check"] = {"error": f"{type(error).__name__}: {error}"[:500]}
+        print(f"  {name} {loss_name}: with and without CUDA graphs from one seed: {row['graphs_check']}")
     return row
 
 

@@ -4,7 +4,8 @@
 #
 #   bash benchmarks/gpu_check.sh [OUT]     # OUT: where the logs and JSON files go (default gpu-check)
 #
-# Order: the CUDA tests; one SVI step with and without CUDA graphs (cuda_graphs); prediction
+# Order: the CUDA tests; one SVI step with and without CUDA graphs, and whether the graphs train as
+# the plain compiled loss does from one seed (cuda_graphs); prediction
 # T x N at the chunk rule's choice and at one chunk (predictive); the UCI and wide-net SVI steps of
 # every path but the compiled ones against raw (svi_step --quick --no-compile); the two layouts of
 # a product with few outputs (skinny_product); the draws that share a pass (shared_pass: LeNet);
