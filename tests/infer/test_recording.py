@@ -39,6 +39,20 @@ def test_a_zero_mean_and_the_kls_squares_fold_to_one_scaled_square():
     _check_same(kl_like, traced, w)
 
 
+def test_multiplying_by_one_and_adding_zero_are_dropped_but_a_scaled_addition_is_kept():
+    one, zero = torch.ones(()), torch.zeros(1, 1)
+
+    def fn(w):
+        kept = torch.add(zero, w, alpha=2.0)  # 0 + 2 w: not w
+        return ((w * one) / one + zero).sum() + (one * w).sum() + kept.sum()
+
+    w = torch.randn(5, 3, requires_grad=True)
+    traced = trace_loss(fn, (w,))
+    kinds = _kinds(traced)
+    assert "aten::mul" not in kinds and "aten::div" not in kinds and kinds.count("aten::add") == 3
+    _check_same(fn, traced, w)
+
+
 @pytest.mark.parametrize(
     "case",
     ["nonzero mean", "widening zero", "two tensors"],

@@ -19,7 +19,7 @@ def simplify(graph: Any) -> None:
     internals._jit_pass_constant_propagation(graph)
     internals._jit_pass_peephole(graph, False)  # with shapes: a trace is made per input shape
     _drop_identity_views(graph)
-    _drop_zero_subtractions(graph)
+    _drop_identity_arithmetic(graph)
     internals._jit_pass_cse(graph)
     _fold_scaled_squares(graph)
     internals._jit_pass_dce(graph)
@@ -50,23 +50,40 @@ def _constant(value: Any) -> Any:
     return value.toIValue() if value.node().kind() == "prim::Constant" else None
 
 
-def _drop_zero_subtractions(graph: Any) -> None:
-    """Remove ``x - 0`` (a prior's zero mean, a constant tensor of zeros that does not widen ``x``
-    or change its dtype): a node of the forward and of the backward pass, doing nothing."""
+# arithmetic that returns its tensor unchanged: (kind, the constant's value, where it may stand)
+_IDENTITIES = {"aten::sub": (0.0, (1,)), "aten::add": (0.0, (0, 1)), "aten::mul": (1.0, (0, 1))}
+_IDENTITIES["aten::div"] = (1.0, (1,))
+
+
+def _drop_identity_arithmetic(graph: Any) -> None:
+    """Remove ``x - 0``, ``x + 0``, ``x * 1`` and ``x / 1`` where the constant is a tensor that does
+    not widen ``x`` or change its dtype (a prior's zero mean; Pyro's scale of one on a site): each
+    a node of the forward and of the backward pass, doing nothing."""
     for node in list(graph.nodes()):
-        if node.kind() != "aten::sub" or node.inputsSize() != 3:
+        identity = _IDENTITIES.get(node.kind())
+        if identity is None or node.inputsSize() < 2:
             continue
-        source, other, out = node.inputsAt(0), _constant(node.inputsAt(1)), node.output()
-        if not isinstance(other, torch.Tensor) or bool(other.any()):
-            continue
-        before, after = source.type(), out.type()
-        if not (isinstance(before, torch._C.TensorType) and isinstance(after, torch._C.TensorType)):
-            continue
-        sizes = before.varyingSizes()
-        same = sizes is not None and None not in sizes and sizes == after.varyingSizes()
-        if same and before.scalarType() == after.scalarType() is not None:
-            out.replaceAllUsesWith(source)
-            node.destroy()
+        value, places = identity
+        for place in places:
+            other = _constant(node.inputsAt(place))
+            if isinstance(other, torch.Tensor) and bool((other == value).all()):
+                if place == 0 and node.kind() == "aten::add" and _constant(node.inputsAt(2)) != 1:
+                    continue  # 0 + alpha * x is x only for alpha = 1
+                source = node.inputsAt(1 - place)
+                if _same_type(source, node.output()):
+                    node.output().replaceAllUsesWith(source)
+                    node.destroy()
+                    break
+
+
+def _same_type(source: Any, out: Any) -> bool:
+    """Whether ``out`` has ``source``'s sizes (all known) and dtype."""
+    before, after = source.type(), out.type()
+    if not (isinstance(before, torch._C.TensorType) and isinstance(after, torch._C.TensorType)):
+        return False
+    sizes = before.varyingSizes()
+    same = sizes is not None and None not in sizes and sizes == after.varyingSizes()
+    return same and before.scalarType() == after.scalarType() is not None
 
 
 def _fold_scaled_squares(graph: Any) -> None:
