@@ -80,6 +80,7 @@ def test_auto_chunks_on_the_gpu_are_few_and_large():
 
 @pytest.mark.parametrize("vectorize", [True, False])
 def test_kfold_follows_the_models_device(vectorize):
+    pytest.importorskip("arviz")  # the result is ArviZ's ELPDData
     from pyro_dropout.export import kfold
 
     device = torch.device("cuda")
@@ -87,3 +88,25 @@ def test_kfold_follows_the_models_device(vectorize):
     make = lambda: MLP(2, hidden=(8,), tau="learned").to(device)  # noqa: E731
     result = kfold(make, x, y, k=3, steps=10, num_samples=10, vectorize=vectorize)
     assert len(result["loo_i"]) == 30 and bool(torch.isfinite(torch.as_tensor(result["loo_i"].values)).all())
+
+
+def test_reloo_follows_the_models_device():
+    """Exact LOO of a model on the GPU: the refits run there, the scores come back to ArviZ."""
+    np = pytest.importorskip("numpy")
+    pytest.importorskip("arviz")
+    from pyro_dropout.export import loo, reloo, to_arviz
+
+    device = torch.device("cuda")
+    x = torch.rand(12, 1, device=device) * 4 - 2
+    y = torch.sin(2 * x[:, 0]) + 0.2 * torch.randn(12, device=device)
+    model = MLP(1, hidden=(8,), tau="learned").to(device)
+    guide = DropoutGuide(model)
+    svi = SVI(model, guide, pyro.optim.Adam({"lr": 1e-2}), DropoutELBO())
+    for _ in range(100):
+        svi.step(x, y)
+    psis = loo(to_arviz(model, guide, x, y, num_samples=100))
+    psis.pareto_k[:] = 0.0
+    psis.pareto_k[0] = 1.0  # one point flagged: one refit on the GPU
+    make = lambda: MLP(1, hidden=(8,), tau="learned").to(device)  # noqa: E731
+    result = reloo(make, x, y, psis, steps=20, num_samples=50)
+    assert np.isfinite(np.asarray(result.loo_i)).all()

@@ -66,7 +66,7 @@ def sampling_wrapper(model_factory: Callable[[], Any], x: torch.Tensor, y: torch
                 store.set_state(state)
                 x_i, y_i = excluded_obs
                 ll = draws_log_likelihood(model, guide, x_i, y_i, refit.draws, refit.site, (1,))
-            return xr.DataArray(ll.double().numpy().reshape(-1))
+            return xr.DataArray(ll.double().cpu().numpy().reshape(-1))  # from any device
 
     return DropoutRefit(model=model_factory)
 
