@@ -110,3 +110,29 @@ def test_reloo_follows_the_models_device():
     make = lambda: MLP(1, hidden=(8,), tau="learned").to(device)  # noqa: E731
     result = reloo(make, x, y, psis, steps=20, num_samples=50)
     assert np.isfinite(np.asarray(result.loo_i)).all()
+
+
+def test_metrics_take_draws_on_the_gpu_and_labels_on_the_cpu():
+    """Every classification metric gives the CPU's value for probabilities on the GPU and labels
+    left on the CPU (as a DataLoader leaves them); tolerance 1e-9 (float64 on both)."""
+    from pyro_dropout import metrics
+
+    g = torch.Generator().manual_seed(0)
+    probs = torch.softmax(torch.randn(20, 50, 4, generator=g, dtype=torch.float64), -1)
+    labels = torch.randint(0, 4, (50,), generator=g)
+    logits = torch.randn(20, 50, 4, generator=g)
+    cases = {
+        "accuracy": lambda p, y: metrics.accuracy(p, y),
+        "nll": lambda p, y: metrics.negative_log_likelihood(p, y),
+        "brier": lambda p, y: metrics.brier_score(p, y),
+        "ece": lambda p, y: metrics.expected_calibration_error(p, y),
+        "adaptive_ece": lambda p, y: metrics.adaptive_ece(p, y),
+        "classwise_ece": lambda p, y: metrics.classwise_ece(p, y),
+        "aurc": lambda p, y: metrics.aurc(p, y),
+        "auroc": lambda p, y: metrics.auroc(p[0, :25, 0], p[0, 25:, 0].cpu()),
+    }
+    for name, score in cases.items():
+        on_cpu, on_gpu = score(probs, labels), score(probs.cuda(), labels)
+        assert on_gpu == pytest.approx(on_cpu, abs=1e-9), name
+    t_cpu = metrics.fit_temperature(logits, labels)
+    assert metrics.fit_temperature(logits.cuda(), labels) == pytest.approx(t_cpu, rel=1e-4)

@@ -43,7 +43,11 @@ def check_probs(probs: object, what: str = "probs", draws: bool = True) -> torch
     return p
 
 
-def check_labels(labels: object, n: int, num_classes: int, what: str = "labels") -> torch.Tensor:
+def check_labels(
+    labels: object, n: int, num_classes: int, what: str = "labels", device: torch.device | None = None
+) -> torch.Tensor:
+    """Integer class labels ``[N]`` in ``[0, num_classes)``, on ``device`` (the predictions'; labels
+    kept on the CPU beside draws on a GPU are moved, as they are few)."""
     y = as_tensor(labels, what)
     if y.is_floating_point() or y.is_complex():
         if not bool((y == y.round()).all()):
@@ -53,7 +57,7 @@ def check_labels(labels: object, n: int, num_classes: int, what: str = "labels")
         raise ValueError(f"{what}: expected shape ({n},) to match the predictions, got {tuple(y.shape)}")
     if bool((y < 0).any()) or bool((y >= num_classes).any()):
         raise ValueError(f"{what}: labels must lie in [0, {num_classes}), got range [{y.min()}, {y.max()}]")
-    return y
+    return y if device is None else y.to(device)
 
 
 def check_draws(draws: object, what: str, min_draws: int = 1) -> torch.Tensor:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from ..ops import log_mean_exp
-from ._checks import check_labels, check_probs
+from ._checks import as_tensor, check_labels, check_probs
 
 __all__ = ["adaptive_ece", "aurc", "classwise_ece", "fit_temperature", "risk_coverage"]
 
@@ -28,15 +28,15 @@ def _predictive(probs: object) -> torch.Tensor:
 
 
 def _labels(labels: object, p: torch.Tensor) -> torch.Tensor:
-    return check_labels(labels, p.shape[0], p.shape[1])
+    return check_labels(labels, p.shape[0], p.shape[1], device=p.device)
 
 
 def _binned_gap(confidence: torch.Tensor, correct: torch.Tensor, bins: torch.Tensor) -> float:
     """The sum over bins of the gap between the share correct and the mean confidence, weighted by
     the share of points in the bin (a bin's sums over N, so the gap of sums over N is that)."""
     n_bins = int(bins.max()) + 1
-    conf = torch.zeros(n_bins, dtype=torch.float64).index_add_(0, bins, confidence)
-    acc = torch.zeros(n_bins, dtype=torch.float64).index_add_(0, bins, correct)
+    conf = torch.zeros(n_bins, dtype=torch.float64, device=bins.device).index_add_(0, bins, confidence)
+    acc = torch.zeros(n_bins, dtype=torch.float64, device=bins.device).index_add_(0, bins, correct)
     return float((acc - conf).abs().sum() / confidence.numel())
 
 
@@ -47,7 +47,7 @@ def adaptive_ece(probs: object, labels: object, n_bins: int = 15) -> float:
     confidence, top = p.double().max(-1)
     order = confidence.argsort()
     bins = torch.empty_like(order)
-    bins[order] = torch.arange(len(order)) * n_bins // len(order)
+    bins[order] = torch.arange(len(order), device=order.device) * n_bins // len(order)
     return _binned_gap(confidence, (top == y).double(), bins)
 
 
@@ -70,11 +70,11 @@ def risk_coverage(
     one minus the top-class probability), the share kept and their error rate, for k = 1..N."""
     p = _predictive(probs)
     y = _labels(labels, p)
-    u = 1 - p.max(-1).values if uncertainty is None else uncertainty
+    u = 1 - p.max(-1).values if uncertainty is None else as_tensor(uncertainty, "uncertainty").to(p.device)
     if u.shape != y.shape:
         raise ValueError(f"risk_coverage: uncertainty has shape {tuple(u.shape)}, expected {tuple(y.shape)}")
     errors = (p.argmax(-1) != y).double()[u.argsort(stable=True)]
-    kept = torch.arange(1, len(y) + 1, dtype=torch.float64)
+    kept = torch.arange(1, len(y) + 1, dtype=torch.float64, device=y.device)
     return kept / len(y), errors.cumsum(0) / kept
 
 
@@ -93,12 +93,12 @@ def fit_temperature(logits: torch.Tensor, labels: object, steps: int = 100) -> f
     """
     if logits.dim() not in (2, 3):
         raise ValueError(f"fit_temperature: logits must be [N, C] or [S, N, C], got {tuple(logits.shape)}")
-    y = check_labels(labels, logits.shape[-2], logits.shape[-1])
-    log_t = torch.zeros((), dtype=torch.float64, requires_grad=True)
+    y = check_labels(labels, logits.shape[-2], logits.shape[-1], device=logits.device)
+    log_t = torch.zeros((), dtype=torch.float64, device=logits.device, requires_grad=True)
     z = logits.detach().double()
     z = z if z.dim() == 3 else z.unsqueeze(0)
     optimiser = torch.optim.LBFGS([log_t], lr=0.5, max_iter=steps, line_search_fn="strong_wolfe")
-    rows = torch.arange(z.shape[-2])
+    rows = torch.arange(z.shape[-2], device=z.device)
 
     def closure() -> torch.Tensor:
         optimiser.zero_grad()

@@ -11,7 +11,7 @@ __all__ = ["aupr", "auroc", "average_ranks"]
 
 def _scores(pos: object, neg: object) -> tuple[torch.Tensor, torch.Tensor]:
     p = check_finite(as_tensor(pos, "scores_pos"), "scores_pos").flatten().double()
-    n = check_finite(as_tensor(neg, "scores_neg"), "scores_neg").flatten().double()
+    n = check_finite(as_tensor(neg, "scores_neg"), "scores_neg").flatten().double().to(p.device)
     if p.numel() == 0 or n.numel() == 0:
         raise ValueError("auroc/aupr need at least one positive and one negative score")
     return p, n
