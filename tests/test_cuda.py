@@ -136,3 +136,15 @@ def test_metrics_take_draws_on_the_gpu_and_labels_on_the_cpu():
         assert on_gpu == pytest.approx(on_cpu, abs=1e-9), name
     t_cpu = metrics.fit_temperature(logits, labels)
     assert metrics.fit_temperature(logits.cuda(), labels) == pytest.approx(t_cpu, rel=1e-4)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_the_gp_baselines_fit_where_the_data_are(sparse):
+    """``fit_gp`` and ``fit_sparse_gp`` on CUDA data: the kernel and noise follow the data."""
+    from pyro_dropout.baselines import fit_gp, fit_sparse_gp, gp_predictive
+
+    x = torch.linspace(-2, 2, 40, device="cuda").unsqueeze(-1)
+    y = torch.sin(2 * x[:, 0]) + 0.1 * torch.randn(40, device="cuda")
+    model = fit_sparse_gp(x, y, num_inducing=8, steps=50) if sparse else fit_gp(x, y, steps=50)
+    mean, sd = gp_predictive(model, x)
+    assert mean.device.type == "cuda" and bool(torch.isfinite(sd).all())

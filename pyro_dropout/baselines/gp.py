@@ -41,6 +41,7 @@ def fit_gp(
     kernel = gp.kernels.RBF(input_dim=x.shape[1])
     model = gp.models.GPRegression(x, y, kernel, jitter=1e-6)
     model.noise = PyroParam(torch.tensor(0.1, dtype=x.dtype), constraints.greater_than(noise_floor))
+    model = model.to(x.device)  # the kernel's and the noise's parameters where the data are
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     gp.util.train(model, optimizer, pyro.infer.Trace_ELBO().differentiable_loss, num_steps=steps)
     return model

@@ -49,6 +49,7 @@ def fit_sparse_gp(
     model = gp.models.SparseGPRegression(x, y, kernel, Xu=inducing, approx="VFE", jitter=1e-6)
     # the noise variance starts at 0.1, as before, under a constraint that keeps it above the floor
     model.noise = PyroParam(torch.tensor(0.1, dtype=x.dtype), constraints.greater_than(noise_floor))
+    model = model.to(x.device)  # the kernel's and the noise's parameters where the data are
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     gp.util.train(model, optimizer, pyro.infer.Trace_ELBO().differentiable_loss, num_steps=steps)
     return model
