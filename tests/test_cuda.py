@@ -148,3 +148,24 @@ def test_the_gp_baselines_fit_where_the_data_are(sparse):
     model = fit_sparse_gp(x, y, num_inducing=8, steps=50) if sparse else fit_gp(x, y, steps=50)
     mean, sd = gp_predictive(model, x)
     assert mean.device.type == "cuda" and bool(torch.isfinite(sd).all())
+
+
+def test_a_converted_network_with_a_mask_site_trains_and_predicts_on_the_gpu():
+    """``from_module`` on a network on the GPU whose dropout feeds a tanh (a mask site, not a
+    weight's family): the mask is drawn on the input's device."""
+    from torch import nn
+
+    from pyro_dropout import predict
+    from pyro_dropout.nn import from_module
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 16), nn.Dropout(0.3), nn.Tanh(), nn.Linear(16, 3)).cuda()
+    x, y = torch.randn(40, 4, device="cuda"), torch.randint(0, 3, (40,), device="cuda")
+    model = from_module(net, likelihood="categorical")
+    guide = DropoutGuide(model)
+    svi = SVI(model, guide, pyro.optim.Adam({"lr": 1e-2}), DropoutELBO())
+    losses = [svi.step(x, y) for _ in range(5)]
+    assert all(torch.isfinite(torch.tensor(losses)))
+    assert any(name.endswith(".mask") for name in guide.dropout_rates())
+    pred = predict(model, guide, x, num_samples=10)
+    assert pred.probs["obs"].device.type == "cuda"

@@ -38,10 +38,11 @@ class ModuleDropout(PyroModule):
             raise ValueError(f"from_module: the dropout '{name}' has p = {p}; expected 0 < p < 1")
         self.p, self.channels, self.origin = float(p), bool(channels), name
         self.unit_shape: tuple[int, ...] = ()
+        self.unit_device = torch.device("cpu")  # the input's, set at each call: the mask is drawn there
         self.mask: Any = PyroSample(type(self)._prior)  # type: ignore[arg-type]
 
     def _prior(self) -> Any:
-        keep = torch.full(self.unit_shape, 1.0 - self.p)
+        keep = torch.full(self.unit_shape, 1.0 - self.p, device=self.unit_device)
         return dist.Bernoulli(keep).to_event(len(self.unit_shape))
 
     def _units(self, row: torch.Size) -> tuple[int, ...]:
@@ -56,7 +57,7 @@ class ModuleDropout(PyroModule):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         fold = current_fold()
-        self.unit_shape = self._units(x.shape[1:])
+        self.unit_shape, self.unit_device = self._units(x.shape[1:]), x.device
         core = len(self.unit_shape)
         config: Any = lambda msg: {"module_dropout": self.p} if msg["type"] == "sample" else {}  # noqa: E731
         with poutine.infer_config(config_fn=config):
