@@ -128,6 +128,6 @@ class EpsilonGreedy:
     def act(self, x: torch.Tensor) -> torch.Tensor:
         scores = self.scores(x)
         n, actions = scores.shape[-2], scores.shape[-1]
-        explore = torch.rand(n, generator=self.generator) < self.epsilon
-        random = torch.randint(actions, (n,), generator=self.generator)
-        return torch.where(explore, random, scores.argmax(-1))
+        explore = torch.rand(n, generator=self.generator) < self.epsilon  # a CPU generator (seeded):
+        random = torch.randint(actions, (n,), generator=self.generator)  # the same draws on any device
+        return torch.where(explore.to(scores.device), random.to(scores.device), scores.argmax(-1))

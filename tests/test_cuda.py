@@ -169,3 +169,20 @@ def test_a_converted_network_with_a_mask_site_trains_and_predicts_on_the_gpu():
     assert any(name.endswith(".mask") for name in guide.dropout_rates())
     pred = predict(model, guide, x, num_samples=10)
     assert pred.probs["obs"].device.type == "cuda"
+
+
+def test_epsilon_greedy_acts_on_the_gpu():
+    """Its seeded CPU draws (which actions explore, and where to) meet the GPU's scores there."""
+    from pyro_dropout.policies import EpsilonGreedy
+    from pyro_dropout_experiments.bandit import RewardModel
+
+    model = RewardModel(2, 4, (16,), dropout=0.5).cuda()
+    guide = DropoutGuide(model)
+    x, a, r = (
+        torch.randn(8, 2, device="cuda"),
+        torch.randint(4, (8,), device="cuda"),
+        torch.randn(8, device="cuda"),
+    )
+    guide(x, a, r)
+    actions = EpsilonGreedy(model, guide, epsilon=0.5, seed=3).act(torch.randn(100, 2, device="cuda"))
+    assert actions.device.type == "cuda" and actions.shape == (100,)
