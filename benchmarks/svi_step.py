@@ -10,6 +10,8 @@ particle, and BBAlpha(0.5) with K = 10 particles. Timings:
 * ``svi``: ``pyro.infer.SVI`` with ``DropoutGuide`` and the loss at its defaults (what the
   README's quick start runs: ``jit="auto"``, eager for each input shape's first steps, then
   traced); those first steps are run and timed apart (``svi_warm_s``);
+* ``svi_fused``: the same with ``pyro.optim.Adam({"lr": ..., "fused": True})``: each of Pyro's
+  per-parameter optimizers PyTorch's fused Adam instead of its for-loop form (the CPU's default);
 * ``svi_eager``: the same with ``jit=False``, the loss run eagerly at every step;
 * ``svi_jit``: ``pyro.infer.SVI`` with the loss's traced fast path (``jit=True``);
 * ``svi_compile``: ``pyro.infer.SVI`` with the loss compiled by ``torch.compile``
@@ -144,7 +146,12 @@ def library(kind: str, sizes: list[int], classes: bool, loss, device: torch.devi
         **({"prior": "normal"} if kind == "autonormal" else {}),
     ).to(device)
     guide = AutoNormal(model) if kind == "autonormal" else DropoutGuide(model, dropout=P)
-    optim = JointOptim(torch.optim.Adam, {"lr": LR}) if kind == "svi_joint" else pyro.optim.Adam({"lr": LR})
+    fused = {"fused": True} if kind == "svi_fused" else {}
+    optim = (
+        JointOptim(torch.optim.Adam, {"lr": LR})
+        if kind == "svi_joint"
+        else pyro.optim.Adam({"lr": LR, **fused})
+    )
     if kind.startswith("compiled"):
         jit_compile = "compile" if kind == "compiled_compile" else True
         return CompiledSVI(model, guide, optim, loss, jit_compile=jit_compile), model, guide
@@ -170,20 +177,11 @@ def check_compiled_matches_eager(sizes, classes, make_loss, device, x, y) -> flo
 
 # raw PyTorch's Adam settings; the fastest for each case is the baseline (the honest raw)
 RAW_ADAMS = {"for-loop": {"foreach": False}, "foreach": {"foreach": True}, "fused": {"fused": True}}
-# the library's paths and Pyro's AutoNormal, timed in groups, each interleaved with the raw step:
-# eager SVI and jit=True SVI keep their parameters in the global param store under the same names,
-# so they must not be set up side by side
+# the library's paths and Pyro's AutoNormal, timed in groups, each interleaved with the raw step;
 # one path per group: each group sets up its own guide (two live guides of one model's names
 # share Pyro's param store, and the guides refuse that)
-GROUPS = (
-    ("compiled",),
-    ("svi",),
-    ("svi_eager",),
-    ("svi_jit",),
-    ("svi_compile",),
-    ("svi_joint",),
-    ("compiled_compile",),
-)
+GROUPS = (("compiled",), ("svi",), ("svi_fused",), ("svi_eager",), ("svi_jit",), ("svi_compile",))
+GROUPS += (("svi_joint",), ("compiled_compile",))
 JITS: dict[str, bool | str] = {
     "svi_eager": False,
     "svi_jit": True,
@@ -193,7 +191,7 @@ JITS: dict[str, bool | str] = {
 COMPILING = ("svi_compile", "svi_joint", "compiled_compile")  # first step timed apart
 # the default jit="auto" runs each input shape eagerly AUTO_AFTER times before tracing it: those
 # first steps are timed apart, and the timed steps are the long run's
-WARM = {"svi": AUTO_AFTER + 2}
+WARM = {"svi": AUTO_AFTER + 2, "svi_fused": AUTO_AFTER + 2}
 
 
 def case(name, sizes, classes, batch, loss_name, device, steps, blocks, compile_paths=True) -> dict:
@@ -255,6 +253,7 @@ def case(name, sizes, classes, batch, loss_name, device, steps, blocks, compile_
 
 LABELS = {
     "svi": "SVI, DropoutELBO() / BBAlpha(0.5)",
+    "svi_fused": "SVI, the default loss, Adam fused=True",
     "svi_eager": "SVI, jit=False (eager)",
     "svi_jit": "SVI, jit=True",
     "svi_compile": 'SVI, jit="compile"',
