@@ -16,6 +16,7 @@ from pathlib import Path
 RECORD = Path(__file__).resolve().parents[1] / "docs" / "results" / "benchmarks"
 PATHS = {
     "svi": "`SVI`, `DropoutELBO()` / `BBAlpha(0.5)` (the default)",
+    "svi_fused": '`SVI`, the default loss, `pyro.optim.Adam({..., "fused": True})`',
     "svi_eager": "`SVI`, `jit=False` (eager)",
     "svi_jit": "`SVI`, `jit=True`",
     "svi_compile": '`SVI`, `jit="compile"`',
@@ -94,6 +95,8 @@ def claims(runs: list[dict]) -> dict[str, str]:
     return {
         "default_uci": span(ratios(runs, "svi", uci)),
         "default_wide": span(ratios(runs, "svi", wide)),
+        "fused_uci": span(ratios(runs, "svi_fused", uci)),
+        "fused_wide": span(ratios(runs, "svi_fused", wide)),
         "jit_uci": span(ratios(runs, "svi_jit", uci)),
         "joint_uci": span(ratios(runs, "svi_joint", uci)),
         "joint_wide": span(ratios(runs, "svi_joint", wide)),
