@@ -36,11 +36,7 @@ def _drop_identity_views(graph: Any) -> None:
         if node.kind() not in _VIEWS:
             continue
         source, out = node.inputsAt(0), node.output()
-        before, after = source.type(), out.type()
-        if not (isinstance(before, torch._C.TensorType) and isinstance(after, torch._C.TensorType)):
-            continue
-        sizes = before.varyingSizes()
-        if sizes is not None and None not in sizes and sizes == after.varyingSizes():
+        if _same_sizes(source, out):
             out.replaceAllUsesWith(source)
             node.destroy()
 
@@ -51,8 +47,12 @@ def _constant(value: Any) -> Any:
 
 
 # arithmetic that returns its tensor unchanged: (kind, the constant's value, where it may stand)
-_IDENTITIES = {"aten::sub": (0.0, (1,)), "aten::add": (0.0, (0, 1)), "aten::mul": (1.0, (0, 1))}
-_IDENTITIES["aten::div"] = (1.0, (1,))
+_IDENTITIES = {
+    "aten::sub": (0.0, (1,)),
+    "aten::add": (0.0, (0, 1)),
+    "aten::mul": (1.0, (0, 1)),
+    "aten::div": (1.0, (1,)),
+}
 
 
 def _drop_identity_arithmetic(graph: Any) -> None:
@@ -76,14 +76,18 @@ def _drop_identity_arithmetic(graph: Any) -> None:
                     break
 
 
-def _same_type(source: Any, out: Any) -> bool:
-    """Whether ``out`` has ``source``'s sizes (all known) and dtype."""
+def _same_sizes(source: Any, out: Any) -> bool:
+    """Whether ``source`` and ``out`` are tensors of the same sizes, all of them known."""
     before, after = source.type(), out.type()
     if not (isinstance(before, torch._C.TensorType) and isinstance(after, torch._C.TensorType)):
         return False
     sizes = before.varyingSizes()
-    same = sizes is not None and None not in sizes and sizes == after.varyingSizes()
-    return same and before.scalarType() == after.scalarType() is not None
+    return sizes is not None and None not in sizes and sizes == after.varyingSizes()
+
+
+def _same_type(source: Any, out: Any) -> bool:
+    """Whether ``out`` has ``source``'s sizes (all known) and dtype."""
+    return _same_sizes(source, out) and source.type().scalarType() == out.type().scalarType() is not None
 
 
 def _fold_scaled_squares(graph: Any) -> None:
