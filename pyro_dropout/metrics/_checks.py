@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["as_tensor", "check_draws", "check_finite", "check_labels", "check_probs"]
+__all__ = ["as_tensor", "check_draws", "check_finite", "check_labels", "check_probs", "labels_for"]
 
 
 def as_tensor(x: object, what: str) -> torch.Tensor:
@@ -58,6 +58,13 @@ def check_labels(
     if bool((y < 0).any()) or bool((y >= num_classes).any()):
         raise ValueError(f"{what}: labels must lie in [0, {num_classes}), got range [{y.min()}, {y.max()}]")
     return y if device is None else y.to(device)
+
+
+def labels_for(labels: object, predictions: torch.Tensor) -> torch.Tensor:
+    """:func:`check_labels` against ``predictions`` ``[..., N, C]`` (probabilities or logits): one
+    label per point, each a class, on the predictions' device."""
+    n, num_classes = predictions.shape[-2], predictions.shape[-1]
+    return check_labels(labels, n, num_classes, device=predictions.device)
 
 
 def check_draws(draws: object, what: str, min_draws: int = 1) -> torch.Tensor:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from ..ops import log_mean_exp
-from ._checks import as_tensor, check_labels, check_probs
+from ._checks import as_tensor, check_probs, labels_for
 
 __all__ = ["adaptive_ece", "aurc", "classwise_ece", "fit_temperature", "risk_coverage"]
 
@@ -25,10 +25,6 @@ __all__ = ["adaptive_ece", "aurc", "classwise_ece", "fit_temperature", "risk_cov
 def _predictive(probs: object) -> torch.Tensor:
     p = probs if isinstance(probs, torch.Tensor) else torch.as_tensor(probs)
     return check_probs(p, "probs", draws=False) if p.dim() == 2 else check_probs(p, "probs").mean(0)
-
-
-def _labels(labels: object, p: torch.Tensor) -> torch.Tensor:
-    return check_labels(labels, p.shape[0], p.shape[1], device=p.device)
 
 
 def _binned_gap(confidence: torch.Tensor, correct: torch.Tensor, bins: torch.Tensor) -> float:
@@ -43,7 +39,7 @@ def _binned_gap(confidence: torch.Tensor, correct: torch.Tensor, bins: torch.Ten
 def adaptive_ece(probs: object, labels: object, n_bins: int = 15) -> float:
     """ECE with ``n_bins`` equal-mass bins of the top-class confidence."""
     p = _predictive(probs)
-    y = _labels(labels, p)
+    y = labels_for(labels, p)
     confidence, top = p.double().max(-1)
     order = confidence.argsort()
     bins = torch.empty_like(order)
@@ -55,7 +51,7 @@ def classwise_ece(probs: object, labels: object, n_bins: int = 15) -> float:
     """The equal-width ECE of each class's probability against the indicator of that class,
     averaged over the classes."""
     p = _predictive(probs).double()
-    y = _labels(labels, p)
+    y = labels_for(labels, p)
     gaps = []
     for c in range(p.shape[1]):
         bins = (p[:, c] * n_bins).long().clamp_max(n_bins - 1)
@@ -69,7 +65,7 @@ def risk_coverage(
     """``(coverage, risk)``: keeping the ``k`` most certain points (by ``uncertainty``, default
     one minus the top-class probability), the share kept and their error rate, for k = 1..N."""
     p = _predictive(probs)
-    y = _labels(labels, p)
+    y = labels_for(labels, p)
     u = 1 - p.max(-1).values if uncertainty is None else as_tensor(uncertainty, "uncertainty").to(p.device)
     if u.shape != y.shape:
         raise ValueError(f"risk_coverage: uncertainty has shape {tuple(u.shape)}, expected {tuple(y.shape)}")
@@ -93,7 +89,7 @@ def fit_temperature(logits: torch.Tensor, labels: object, steps: int = 100) -> f
     """
     if logits.dim() not in (2, 3):
         raise ValueError(f"fit_temperature: logits must be [N, C] or [S, N, C], got {tuple(logits.shape)}")
-    y = check_labels(labels, logits.shape[-2], logits.shape[-1], device=logits.device)
+    y = labels_for(labels, logits)
     log_t = torch.zeros((), dtype=torch.float64, device=logits.device, requires_grad=True)
     z = logits.detach().double()
     z = z if z.dim() == 3 else z.unsqueeze(0)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._checks import check_labels, check_probs
+from ._checks import check_probs, labels_for
 
 __all__ = [
     "ReliabilityDiagram",
@@ -64,14 +64,14 @@ def variation_ratio(probs: object) -> torch.Tensor:
 def accuracy(probs: object, labels: object) -> float:
     """Accuracy of the arg-max of the (mean) predictive."""
     mean = _mean_probs(probs)
-    y = check_labels(labels, mean.shape[0], mean.shape[1], device=mean.device)
+    y = labels_for(labels, mean)
     return float((mean.argmax(-1) == y).to(mean.dtype).mean())
 
 
 def negative_log_likelihood(probs: object, labels: object) -> float:
     r"""Mean :math:`-\log \bar p_{y_n}` of the MC predictive (not of any single pass)."""
     mean = _mean_probs(probs)
-    y = check_labels(labels, mean.shape[0], mean.shape[1], device=mean.device)
+    y = labels_for(labels, mean)
     picked = mean.gather(-1, y.unsqueeze(-1)).squeeze(-1)
     return float(-torch.log(picked).mean())
 
@@ -79,7 +79,7 @@ def negative_log_likelihood(probs: object, labels: object) -> float:
 def brier_score(probs: object, labels: object) -> float:
     r"""Mean over points of :math:`\sum_c (\bar p_c - [y = c])^2`."""
     mean = _mean_probs(probs)
-    y = check_labels(labels, mean.shape[0], mean.shape[1], device=mean.device)
+    y = labels_for(labels, mean)
     onehot = torch.nn.functional.one_hot(y, mean.shape[1]).to(mean.dtype)
     return float((mean - onehot).pow(2).sum(-1).mean())
 
@@ -109,7 +109,7 @@ def reliability_diagram(probs: object, labels: object, n_bins: int = 15) -> Reli
     if not (isinstance(n_bins, int) and n_bins >= 1):
         raise ValueError(f"n_bins must be a positive int, got {n_bins!r}")
     mean = _mean_probs(probs).double()
-    y = check_labels(labels, mean.shape[0], mean.shape[1], device=mean.device)
+    y = labels_for(labels, mean)
     confidence, predicted = mean.max(-1)
     correct = (predicted == y).double()
     index = (torch.ceil(confidence * n_bins).long() - 1).clamp(0, n_bins - 1)
