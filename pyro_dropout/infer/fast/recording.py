@@ -7,6 +7,13 @@ from typing import Any
 
 import torch
 
+from .folding import (
+    constant_value,
+    fold_affine_sum,
+    fold_negated_difference,
+    fold_scale_into_addcdiv,
+)
+from .penalty_fold import fold_penalty_sum
 from .spot_check import same_rng, set_torch_rng, torch_rng
 
 __all__ = ["simplify", "trace_loss"]
@@ -24,6 +31,11 @@ def simplify(graph: Any) -> None:
     _fold_scaled_squares(graph)
     internals._jit_pass_dce(graph)
     internals._jit_pass_constant_propagation(graph)
+    fold_scale_into_addcdiv(graph)  # on the constants folded so far
+    fold_penalty_sum(graph)
+    fold_affine_sum(graph)
+    fold_negated_difference(graph)
+    internals._jit_pass_dce(graph)
 
 
 _VIEWS = frozenset({"aten::expand", "aten::reshape", "aten::view"})
@@ -39,11 +51,6 @@ def _drop_identity_views(graph: Any) -> None:
         if _same_sizes(source, out):
             out.replaceAllUsesWith(source)
             node.destroy()
-
-
-def _constant(value: Any) -> Any:
-    """The value of a graph constant, or None for a value computed in the graph."""
-    return value.toIValue() if value.node().kind() == "prim::Constant" else None
 
 
 # arithmetic that returns its tensor unchanged: (kind, the constant's value, where it may stand)
@@ -65,9 +72,9 @@ def _drop_identity_arithmetic(graph: Any) -> None:
             continue
         value, places = identity
         for place in places:
-            other = _constant(node.inputsAt(place))
+            other = constant_value(node.inputsAt(place))
             if isinstance(other, torch.Tensor) and bool((other == value).all()):
-                if place == 0 and node.kind() == "aten::add" and _constant(node.inputsAt(2)) != 1:
+                if place == 0 and node.kind() == "aten::add" and constant_value(node.inputsAt(2)) != 1:
                     continue  # 0 + alpha * x is x only for alpha = 1
                 source = node.inputsAt(1 - place)
                 if _same_type(source, node.output()):
@@ -101,7 +108,7 @@ def _fold_scaled_squares(graph: Any) -> None:
         inner = square.node()
         same = left.unique() == right.unique() and inner.kind() == "aten::mul" and inner.inputsSize() == 2
         same = same and all(inner.inputsAt(i).unique() == left.unique() for i in range(2))
-        value = _constant(ratio)
+        value = constant_value(ratio)
         if not same or not isinstance(value, float | int) or isinstance(value, bool):
             continue
         with graph.insert_point_guard(node):  # the insert point is restored: node goes below
@@ -133,9 +140,10 @@ def trace_loss(
         return recorded
     try:
         lean = _record(fn, inputs, clean=True)
+        same = _same_draws(recorded, lean, inputs)
     except (AttributeError, RuntimeError):  # a pass this PyTorch lacks, or one that failed
         return recorded
-    return lean if _same_draws(recorded, lean, inputs) else recorded
+    return lean if same else recorded
 
 
 def _record(fn: Callable[..., torch.Tensor], inputs: tuple, clean: bool) -> Callable[..., torch.Tensor]:
