@@ -1,10 +1,13 @@
-"""Folding the arithmetic of a traced loss's penalty into fewer differentiable operations.
+"""Folds of a traced loss's scalar arithmetic into fewer differentiable operations, and the
+helpers that read a graph's constants (the KL's sum over sites is folded in
+:mod:`~pyro_dropout.infer.fast.penalty_fold`).
 
 On a small network every differentiable operation of a traced step is a node of the backward pass
-that costs a few microseconds whatever its size (``benchmarks/svi_step.py``): the KL's sum over
-sites, one scalar ``addcdiv`` per weight and an addition per site, and the negated ELBO, outweigh
-their arithmetic. Each fold here keeps the value to rounding (the trace is kept only where the
-folded graph gives the recorded value, :func:`~pyro_dropout.infer.fast.recording.trace_loss`).
+that costs a few microseconds whatever its size (``benchmarks/svi_step.py``): a KL term's factor
+applied to every weight, the likelihood's constants and the minibatch scale applied to every
+element before a sum, and the negated ELBO outweigh their arithmetic. Each fold keeps the value
+to rounding; :func:`~pyro_dropout.infer.fast.recording.trace_loss` keeps a folded trace only where
+it runs and gives the recorded value.
 """
 
 from __future__ import annotations
@@ -32,10 +35,10 @@ def constant_value(value: Any) -> Any:
 
 def number(value: Any) -> float | None:
     """A graph constant that is a finite Python number (not a bool), as a float."""
-    number = constant_value(value)
-    if isinstance(number, bool) or not isinstance(number, float | int) or not math.isfinite(number):
+    found = constant_value(value)
+    if isinstance(found, bool) or not isinstance(found, float | int) or not math.isfinite(found):
         return None
-    return float(number)
+    return float(found)
 
 
 def scalar_tensor(value: Any) -> torch.Tensor | None:
