@@ -34,6 +34,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
         "wide_particles",
         "state_check",
         "cuda_graphs",
+        "step_parts",
     ],
 )
 def test_benchmark_runs(script):
