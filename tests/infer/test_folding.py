@@ -128,9 +128,10 @@ def test_the_traced_losses_fold_their_kl_and_give_the_eager_gradients(loss):
             assert torch.allclose(traced_grads[name], grad, rtol=1e-4, atol=1e-4), name
 
 
-def test_a_fold_that_fails_leaves_the_recorded_trace(monkeypatch):
+@pytest.mark.parametrize("error", [RuntimeError, TypeError, IndexError])
+def test_a_fold_that_fails_leaves_the_recorded_trace(monkeypatch, error):
     def failing(graph):
-        raise RuntimeError("a fold that fails")
+        raise error("a fold that fails")
 
     def fn(w):
         return -((w * 2.0).sum() - 1.0)
