@@ -20,6 +20,8 @@ __all__ = ["fold_penalty_sum"]
 
 
 class Term(NamedTuple):
+    """One site's KL in the sum: ``weight * squares + constant``."""
+
     squares: Any  # the graph value sum(m * m), one element
     source: Any  # m where the sum covers all of its elements, else None
     weight: float  # the term is weight * squares + constant
