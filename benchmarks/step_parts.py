@@ -1,6 +1,6 @@
 """Where the default plain-SVI step's time goes, against the raw PyTorch step, in one process.
 
-Run: python benchmarks/step_parts.py --threads 1 [--loss elbo|bbalpha] [--batch 32] [--quick]
+Run: python benchmarks/step_parts.py --threads 1 [--loss elbo|bbalpha] [--batch 32] [--quick] [--profile]
 
 (CPU only: on a GPU the step is bound by kernel launches, see ``benchmarks/cuda_graphs.py``.)
 
@@ -17,7 +17,9 @@ On the UCI net (13-50-1, batch 32 by default), each timed interleaved over ``blo
 * ``compiled_step``: ``CompiledSVI`` at its defaults (the same trace, one fused Adam).
 
 ``svi_step - svi_no_optim`` is the time of Pyro's per-parameter optimizers inside the step, and
-``raw_step - raw_loss_grad`` that of raw's one optimizer. The medians are printed in
+``raw_step - raw_loss_grad`` that of raw's one optimizer. ``--profile`` also prints, for the raw
+and the traced loss-and-backward, the self time per call of their slowest operations
+(``torch.profiler``, grouped by input shape). The medians are printed in
 microseconds and written to ``benchmarks/results/step_parts_cpu_<loss>_b<batch>.json``
 (``step_parts_cpu_quick.json`` with ``--quick``).
 """
@@ -74,7 +76,20 @@ def _loss_grad(loss_of, params):
     return run
 
 
-def measure(loss_name: str, batch: int, steps: int, blocks: int) -> dict:
+def _print_profile(name: str, run, steps: int) -> None:
+    """The self CPU time per call of ``run``'s ten slowest operations, by input shape."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        for _ in range(steps):
+            run()
+    events = sorted(prof.key_averages(group_by_input_shape=True), key=lambda e: -e.self_cpu_time_total)
+    print(f"  {name}: self time per call of its slowest operations (us)")
+    for event in events[:10]:
+        print(f"    {event.key:28s} {event.self_cpu_time_total / event.count:7.2f}  {event.input_shapes}")
+
+
+def measure(loss_name: str, batch: int, steps: int, blocks: int, profile: bool = False) -> dict:
     g = torch.Generator().manual_seed(1)
     x, y = torch.randn(batch, SIZES[0], generator=g), torch.randn(batch, generator=g)
     k, alpha = (1, None) if loss_name == "elbo" else (10, 0.5)
@@ -96,6 +111,9 @@ def measure(loss_name: str, batch: int, steps: int, blocks: int) -> dict:
         "svi_no_optim": _svi_without_optimizer(svi, x, y),
     }
     times = interleaved_times(runners, torch.device("cpu"), steps, blocks, warmup=2)
+    if profile:
+        for key in ("raw_loss_grad", "trace_loss_grad"):
+            _print_profile(key, runners[key], steps)
     pyro.clear_param_store()  # CompiledSVI sets up its own guide of the same names
     compiled, _, _ = library("compiled", SIZES, False, make_loss(), torch.device("cpu"))
     compiled_times = interleaved_times(
@@ -120,10 +138,11 @@ def main() -> None:
     parser.add_argument("--loss", choices=["elbo", "bbalpha"], default="elbo")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--quick", action="store_true", help="fewer steps and blocks (a smoke run)")
+    parser.add_argument("--profile", action="store_true", help="also profile the loss-and-backward parts")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     steps, blocks = (20, 2) if args.quick else (500, 7)
-    result = measure(args.loss, args.batch, steps, blocks)
+    result = measure(args.loss, args.batch, steps, blocks, args.profile)
     row = result["us"]
     print(f"UCI net, batch {args.batch}, {args.loss}, {args.threads} thread(s): medians in microseconds")
     for key, value in row.items():
