@@ -22,7 +22,11 @@ __all__ = [
     "fold_affine_sum",
     "fold_negated_difference",
     "fold_scale_into_addcdiv",
+    "known_sizes",
     "number",
+    "same_sizes",
+    "same_type",
+    "scalar",
     "scalar_tensor",
     "single_use",
 ]
@@ -49,9 +53,44 @@ def scalar_tensor(value: Any) -> torch.Tensor | None:
     return None
 
 
+def scalar(value: Any, integer_tensors: bool = False) -> float | None:
+    """A graph constant that is a finite number (not a bool) or a finite 0-d floating tensor (or,
+    with ``integer_tensors``, integer tensor too), as a float."""
+    found = constant_value(value)
+    if isinstance(found, torch.Tensor):
+        if found.dim() != 0 or found.dtype == torch.bool or found.is_complex():
+            return None
+        if not (found.is_floating_point() or integer_tensors):
+            return None
+        found = found.item()
+    if isinstance(found, bool) or not isinstance(found, float | int) or not math.isfinite(found):
+        return None
+    return float(found)
+
+
 def single_use(value: Any) -> bool:
     """Whether one node uses ``value``."""
     return len(value.uses()) == 1
+
+
+def known_sizes(value: Any) -> list[int] | None:
+    """The sizes of a tensor value, where the graph knows all of them."""
+    kind = value.type()
+    sizes = kind.varyingSizes() if isinstance(kind, torch._C.TensorType) else None
+    if sizes is None or None in sizes:
+        return None
+    return [size for size in sizes if size is not None]
+
+
+def same_sizes(source: Any, out: Any) -> bool:
+    """Whether ``source`` and ``out`` are tensors of the same sizes, all of them known."""
+    sizes = known_sizes(source)
+    return sizes is not None and sizes == known_sizes(out)
+
+
+def same_type(source: Any, out: Any) -> bool:
+    """Whether ``out`` has ``source``'s sizes (all known) and dtype."""
+    return same_sizes(source, out) and source.type().scalarType() == out.type().scalarType() is not None
 
 
 def fold_scale_into_addcdiv(graph: Any) -> None:
@@ -104,28 +143,17 @@ def fold_negated_difference(graph: Any) -> None:
         node.destroy()
 
 
-def _scalar(value: Any) -> float | None:
-    """A graph constant that is a number or a 0-d floating tensor, as a float."""
-    found = number(value)
-    if found is not None:
-        return found
-    tensor = scalar_tensor(value)
-    return (
-        float(tensor) if tensor is not None and tensor.dim() == 0 and bool(torch.isfinite(tensor)) else None
-    )
-
-
 def _affine_step(node: Any) -> tuple[float, float, int] | None:
     """``(a, b, i)`` where ``node`` maps its input ``i``, ``x``, to ``a x + b`` by a constant
     scalar (``x * k``, ``k * x``, ``x / k``, ``x + k``, ``x - k``)."""
     kind, count = node.kind(), node.inputsSize()
     if kind == "aten::mul" and count == 2:
         for place in (1, 0):
-            k = _scalar(node.inputsAt(place))
+            k = scalar(node.inputsAt(place))
             if k is not None:
                 return k, 0.0, 1 - place
         return None
-    k = _scalar(node.inputsAt(1)) if count >= 2 else None
+    k = scalar(node.inputsAt(1)) if count >= 2 else None
     if k is None:
         return None
     if kind == "aten::div" and count == 2 and k != 0.0:
@@ -169,24 +197,13 @@ def fold_affine_sum(graph: Any) -> None:
         last, outer, added = _scaled_after(node)
         if value is node.inputsAt(0) and last is node:
             continue
-        constant = outer * shift * math.prod(value.type().varyingSizes()) + added
+        constant = outer * shift * math.prod(known_sizes(value) or []) + added
         _replace_by_add(graph, node, last, value, outer * scale, constant)
 
 
 def _same_kind(source: Any, out: Any) -> bool:
     """Whether ``source`` and ``out`` are floating tensors of one dtype and the same known sizes."""
-    before, after = source.type(), out.type()
-    if not (isinstance(before, torch._C.TensorType) and isinstance(after, torch._C.TensorType)):
-        return False
-    sizes = before.varyingSizes()
-    kind = before.scalarType()
-    return (
-        sizes is not None
-        and None not in sizes
-        and sizes == after.varyingSizes()
-        and kind in ("Float", "Double", "Half", "BFloat16")
-        and kind == after.scalarType()
-    )
+    return same_type(source, out) and source.type().scalarType() in ("Float", "Double", "Half", "BFloat16")
 
 
 def _replace_by_add(graph: Any, node: Any, last: Any, source: Any, scale: float, constant: float) -> None:

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from .folding import constant_value, number, scalar_tensor, single_use
+from .folding import constant_value, known_sizes, number, scalar, scalar_tensor, single_use
 
 __all__ = ["fold_penalty_sum"]
 
@@ -45,17 +45,8 @@ def _inner(value: Any) -> list[Any]:
     return _summands(value) if single_use(value) and _is_sum_add(value.node()) else [value]
 
 
-def _sizes(value: Any) -> list[int] | None:
-    """The sizes of a tensor value, where the graph knows all of them."""
-    kind = value.type()
-    sizes = kind.varyingSizes() if isinstance(kind, torch._C.TensorType) else None
-    if sizes is None or None in sizes:
-        return None
-    return [size for size in sizes if size is not None]
-
-
 def _one_element(value: Any) -> bool:
-    sizes = _sizes(value)
+    sizes = known_sizes(value)
     return sizes is not None and math.prod(sizes) == 1
 
 
@@ -68,8 +59,8 @@ def _broadcast_copy(value: Any) -> Any:
     expanded = node.inputsAt(0).node()
     if expanded.kind() != "aten::expand":
         return value
-    source, out = expanded.inputsAt(0), _sizes(value)
-    before = _sizes(source)
+    source, out = expanded.inputsAt(0), known_sizes(value)
+    before = known_sizes(source)
     if out is None or before is None or len(out) < len(before):
         return value
     lead = len(out) - len(before)
@@ -104,7 +95,7 @@ def _term(value: Any) -> Term | None:
         expanded = node.inputsAt(0)
         if expanded.node().kind() != "aten::expand" or not single_use(expanded):
             return None
-        sizes = _sizes(expanded)
+        sizes = known_sizes(expanded)
         value, copies = expanded.node().inputsAt(0), math.prod(sizes) if sizes else 0
         node = value.node()
     if node.kind() != "aten::addcdiv" or not single_use(value) or not copies or not _one_element(value):
@@ -116,29 +107,14 @@ def _term(value: Any) -> Term | None:
     return Term(squares, source, copies * v / float(d), copies * float(c), c)
 
 
-def _divisor(value: Any) -> float | None:
-    """A constant number or 0-d tensor (not a bool), nonzero and finite, as a float."""
-    found = constant_value(value)
-    if isinstance(found, torch.Tensor) and found.dim() == 0 and found.dtype != torch.bool:
-        found = found.item()
-    if (
-        isinstance(found, bool)
-        or not isinstance(found, float | int)
-        or not math.isfinite(found)
-        or found == 0
-    ):
-        return None
-    return float(found)
-
-
 def _absorbed_divisor(node: Any) -> tuple[Any, float]:
     """The node whose output the folded sum replaces, and the factor it applies: ``node``, or
     the division of its sum by a constant that is its one use (BB-alpha's mean over particles)."""
     uses = node.output().uses()
     if len(uses) == 1 and uses[0].user.kind() == "aten::div" and uses[0].offset == 0:
         div = uses[0].user
-        k = _divisor(div.inputsAt(1)) if div.inputsSize() == 2 else None
-        if k is not None and div.output().type() == node.output().type():
+        k = scalar(div.inputsAt(1), integer_tensors=True) if div.inputsSize() == 2 else None
+        if k and div.output().type() == node.output().type():  # neither None nor 0
             return div, 1.0 / k
     return node, 1.0
 
@@ -151,8 +127,10 @@ def fold_penalty_sum(graph: Any) -> None:
             continue
         found = [_term(value) for value in _summands(node.output())]
         terms = [term for term in found if term is not None]
-        if len(terms) < 3 or len(terms) < len(found) or _sizes(node.output()) != []:
+        if len(terms) < 3 or len(terms) < len(found) or known_sizes(node.output()) != []:
             continue
+        if any(t.source is None and known_sizes(t.squares) != [] for t in terms):
+            continue  # a term whose squares cannot be made 0-d: no stack of them
         if (
             len({(t.like.dtype, t.like.device) for t in terms}) == 1
             and node.output().type().dtype() == terms[0].like.dtype
@@ -177,8 +155,6 @@ def _full_square_sum(graph: Any, term: Term) -> Any:
 
 def _replace_by_dot(graph: Any, node: Any, terms: list[Term], factor: float) -> None:
     squares = [_full_square_sum(graph, term) for term in terms]
-    if any(_sizes(value) != [] for value in squares):
-        return
     dtype, device = terms[0].like.dtype, terms[0].like.device
     weights = torch.tensor([factor * t.weight for t in terms], dtype=dtype, device=device)
     constant = torch.tensor(factor * math.fsum(t.constant for t in terms), dtype=dtype, device=device)

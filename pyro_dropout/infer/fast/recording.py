@@ -12,6 +12,8 @@ from .folding import (
     fold_affine_sum,
     fold_negated_difference,
     fold_scale_into_addcdiv,
+    same_sizes,
+    same_type,
 )
 from .penalty_fold import fold_penalty_sum
 from .spot_check import same_rng, set_torch_rng, torch_rng
@@ -48,7 +50,7 @@ def _drop_identity_views(graph: Any) -> None:
         if node.kind() not in _VIEWS:
             continue
         source, out = node.inputsAt(0), node.output()
-        if _same_sizes(source, out):
+        if same_sizes(source, out):
             out.replaceAllUsesWith(source)
             node.destroy()
 
@@ -77,24 +79,10 @@ def _drop_identity_arithmetic(graph: Any) -> None:
                 if place == 0 and node.kind() == "aten::add" and constant_value(node.inputsAt(2)) != 1:
                     continue  # 0 + alpha * x is x only for alpha = 1
                 source = node.inputsAt(1 - place)
-                if _same_type(source, node.output()):
+                if same_type(source, node.output()):
                     node.output().replaceAllUsesWith(source)
                     node.destroy()
                     break
-
-
-def _same_sizes(source: Any, out: Any) -> bool:
-    """Whether ``source`` and ``out`` are tensors of the same sizes, all of them known."""
-    before, after = source.type(), out.type()
-    if not (isinstance(before, torch._C.TensorType) and isinstance(after, torch._C.TensorType)):
-        return False
-    sizes = before.varyingSizes()
-    return sizes is not None and None not in sizes and sizes == after.varyingSizes()
-
-
-def _same_type(source: Any, out: Any) -> bool:
-    """Whether ``out`` has ``source``'s sizes (all known) and dtype."""
-    return _same_sizes(source, out) and source.type().scalarType() == out.type().scalarType() is not None
 
 
 def _fold_scaled_squares(graph: Any) -> None:
