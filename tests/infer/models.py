@@ -4,7 +4,8 @@ import pyro
 import pyro.distributions as dist
 import torch
 
-from pyro_dropout import QuantisedGaussian
+from pyro_dropout import DropoutGuide, QuantisedGaussian
+from pyro_dropout.nn import MLP
 from pyro_dropout.nn.functional import linear
 
 
@@ -25,3 +26,24 @@ def data(n=12, d=2, dtype=torch.float64, seed=0):
     x = torch.randn(n, d, generator=g, dtype=dtype)
     y = torch.sin(x.sum(-1)) + 0.1 * torch.randn(n, generator=g, dtype=dtype)
     return x, y
+
+
+def small_mlp_svi(objective):
+    """``(svi, model, guide)``: a fresh 3-8-1 ``MLP`` under ``DropoutGuide(dropout=0.2)`` and plain
+    ``SVI`` with Adam, from an empty param store and seed 0."""
+    pyro.clear_param_store()
+    pyro.set_rng_seed(0)
+    model = MLP(3, 1, hidden=(8,))
+    guide = DropoutGuide(model, dropout=0.2)
+    return pyro.infer.SVI(model, guide, pyro.optim.Adam({"lr": 1e-2}), objective), model, guide
+
+
+def graph_kinds(traced):
+    """The kinds of the nodes of a trace made by ``trace_loss``."""
+    return [node.kind() for node in traced.keep[1].forward.graph.nodes()]
+
+
+def only_trace(objective):
+    """The one trace a loss with ``jit`` has made."""
+    (traced,) = next(iter(objective.jit_losses.values())).traced.traces.values()
+    return traced

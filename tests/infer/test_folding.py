@@ -6,14 +6,12 @@ import pyro
 import pytest
 import torch
 
-from pyro_dropout import BBAlpha, DropoutELBO, DropoutGuide
+from pyro_dropout import BBAlpha, DropoutELBO
 from pyro_dropout.infer.fast import recording
 from pyro_dropout.infer.fast.recording import trace_loss
-from pyro_dropout.nn import MLP
 
-
-def _kinds(traced):
-    return [node.kind() for node in traced.keep[1].forward.graph.nodes()]
+from .models import graph_kinds as _kinds
+from .models import only_trace, small_mlp_svi
 
 
 def _check_same(fn, traced, *tensors, calls=4):
@@ -102,13 +100,8 @@ def test_the_traced_losses_fold_their_kl_and_give_the_eager_gradients(loss):
     x, y = torch.randn(16, 3), torch.randn(16)
     grads = {}
     for jit in (False, True):
-        pyro.clear_param_store()
-        pyro.set_rng_seed(0)
-        model = MLP(3, 1, hidden=(8,))
-        guide = DropoutGuide(model, dropout=0.2)
         objective = DropoutELBO(jit=jit) if loss == "elbo" else BBAlpha(0.5, num_particles=3, jit=jit)
-        optim = pyro.optim.Adam({"lr": 1e-2})
-        svi = pyro.infer.SVI(model, guide, optim, objective)
+        svi, model, guide = small_mlp_svi(objective)
         for _ in range(4):
             svi.step(x, y, num_data=100)
         grads[jit] = []
@@ -120,8 +113,7 @@ def test_the_traced_losses_fold_their_kl_and_give_the_eager_gradients(loss):
             for name in store:
                 store[name].unconstrained().grad = None
         if jit:
-            (traced,) = next(iter(objective.jit_losses.values())).traced.traces.values()
-            kinds = _kinds(traced)
+            kinds = _kinds(only_trace(objective))
             assert "aten::dot" in kinds and "aten::addcdiv" not in kinds
     for eager, traced_grads in zip(grads[False], grads[True], strict=True):
         for name, grad in eager.items():

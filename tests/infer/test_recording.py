@@ -1,19 +1,16 @@
 """The clean-up of a recorded loss (pyro_dropout/infer/fast/recording.py): what it removes, what it
 keeps, and that the cleaned trace gives the recorded value and gradient (tolerance 1e-6)."""
 
-import pyro
 import pytest
 import torch
 
-from pyro_dropout import DropoutELBO, DropoutGuide
+from pyro_dropout import DropoutELBO
 from pyro_dropout.infer.fast.recording import trace_loss
-from pyro_dropout.nn import MLP
+
+from .models import graph_kinds as _kinds
+from .models import only_trace, small_mlp_svi
 
 RATIO = 0.25
-
-
-def _kinds(traced):
-    return [node.kind() for node in traced.keep[1].forward.graph.nodes()]
 
 
 def _check_same(fn, traced, w):
@@ -77,14 +74,9 @@ def test_the_traced_dropout_elbo_has_neither_and_equals_the_eager_loss():
     x, y = torch.randn(16, 3), torch.randn(16)
     losses = {}
     for jit in (False, True):
-        pyro.clear_param_store()
-        pyro.set_rng_seed(0)
-        model = MLP(3, 1, hidden=(8,))
-        guide = DropoutGuide(model, dropout=0.2)
         loss = DropoutELBO(jit=jit)
-        svi = pyro.infer.SVI(model, guide, pyro.optim.Adam({"lr": 1e-2}), loss)
+        svi, _, _ = small_mlp_svi(loss)
         losses[jit] = [svi.step(x, y, num_data=100) for _ in range(5)]
         if jit:
-            (traced,) = next(iter(loss.jit_losses.values())).traced.traces.values()
-            assert "aten::addcmul" not in _kinds(traced)
+            assert "aten::addcmul" not in _kinds(only_trace(loss))
     assert losses[True] == pytest.approx(losses[False], rel=1e-4)
