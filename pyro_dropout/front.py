@@ -20,20 +20,27 @@ from typing import Any, cast
 
 import pyro
 import torch
+from pyro import poutine
 from pyro.infer import SVI
+from pyro.infer.autoguide.initialization import InitMessenger
 
-from .guides import DropoutGuide
+from .guides import DropoutGuide, init_to_fan_in
 from .guides.ownership import forget_on_collection
 from .infer import DropoutELBO
 from .metrics import evaluate, ood_detection
-from .nn import from_module
+from .nn import dropout_off, from_module
 from .nn.converted.model import refuse_several_inputs
 from .prediction import Predictions, predict
 
 __all__ = ["MCDropout"]
 
 _INSTANCES = itertools.count()
-_TASKS = {"classification": "categorical", "regression": "normal", "heteroscedastic": "heteroscedastic"}
+_TASKS = {
+    "classification": "categorical",
+    "segmentation": "segmentation",
+    "regression": "normal",
+    "heteroscedastic": "heteroscedastic",
+}
 
 
 def _tensors(data: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -57,9 +64,10 @@ class MCDropout:
     """A trained network with dropout as an MC-dropout posterior.
 
     :param net: the trained ``nn.Module`` (left as it is; a copy is converted).
-    :param task: ``"classification"`` (the outputs are logits), ``"regression"`` (one output,
-        noise precision ``tau``), ``"heteroscedastic"`` (a mean and a log-variance), or a callable
-        ``f -> distribution`` (:func:`~pyro_dropout.nn.from_module`'s likelihoods).
+    :param task: ``"classification"`` (the outputs are logits, ``[N, C]`` or a class per position
+        ``[N, T, C]``), ``"segmentation"`` (a class per pixel, ``[N, C, H, W]``), ``"regression"``
+        (one output, noise precision ``tau``), ``"heteroscedastic"`` (a mean and a log-variance),
+        or a callable ``f -> distribution`` (:func:`~pyro_dropout.nn.from_module`'s likelihoods).
     :param num_samples: the draws of each prediction (T).
     :param kwargs: passed to :func:`~pyro_dropout.nn.from_module` (``tau``, ``keep``, ``last_layer``...).
     """
@@ -87,11 +95,11 @@ class MCDropout:
         forget_on_collection(self.guide, name)
 
     def _targets_like(self, x: torch.Tensor) -> torch.Tensor:
-        if self.task == "classification":
-            return torch.zeros(len(x), dtype=torch.long, device=x.device)
-        return torch.zeros(
-            len(x), dtype=x.dtype if x.is_floating_point() else torch.get_default_dtype(), device=x.device
-        )
+        """Targets of the shape the network's outputs ask for (a class per token or pixel, say),
+        from one pass of the network with its trained weights and its dropout off."""
+        with torch.no_grad(), poutine.block(), pyro.validation_enabled(False), dropout_off():
+            trace = poutine.trace(InitMessenger(init_to_fan_in)(self.model)).get_trace(x)
+        return torch.zeros_like(cast(torch.Tensor, trace.nodes["obs"]["value"]))
 
     def _draws(self, num_samples: int | None) -> int:
         """The number of draws asked for (``None``: the default); ``0`` is refused by ``predict``,
@@ -100,7 +108,7 @@ class MCDropout:
 
     def _ready(self, x: torch.Tensor, y: torch.Tensor | None = None) -> None:
         if self.guide.prototype_trace is None:  # set up with the data's structure (targets as observed)
-            self.guide(x[:2], (y if y is not None else self._targets_like(x))[:2])
+            self.guide(x[:2], y[:2] if y is not None else self._targets_like(x[:2]))
 
     def fit(self, loader: Iterable, epochs: int = 1, lr: float = 1e-3, loss: Any = None) -> list[float]:
         """Refine the network by SVI on a DataLoader of ``(x, y)`` batches (``loss``: default

@@ -76,8 +76,8 @@ def test_fit_takes_a_dataloader_and_the_predictions_keep_their_shapes(trained):
 
 
 def test_bad_arguments_are_named():
-    with pytest.raises(ValueError, match="task must be one of classification, regression"):
-        MCDropout(nn.Linear(3, 2), "segmentation")
+    with pytest.raises(ValueError, match="task must be one of classification, segmentation, regression"):
+        MCDropout(nn.Linear(3, 2), "ranking")
     with pytest.raises(ValueError, match="num_samples must be a positive int"):
         MCDropout(nn.Linear(3, 2), num_samples=0)
     bnn = MCDropout(nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.2), nn.Linear(4, 1)), "regression")
@@ -87,7 +87,7 @@ def test_bad_arguments_are_named():
     for call in (bnn.predict, bnn.probs, lambda x, n: bnn.evaluate(x, torch.randn(5), n)):
         with pytest.raises(ValueError, match="num_samples must be a positive int, got 0"):
             call(torch.randn(5, 3), 0)  # before: 0 was taken as "the default" (100 draws)
-    with pytest.raises(ValueError, match=r"rows of shape \(\);.*pass x.unsqueeze\(0\)"):
+    with pytest.raises(ValueError, match=r"for a batch of 3 rows.*pass x.unsqueeze\(0\)"):
         bnn.predict(torch.randn(3))  # one point, no batch dimension
 
 

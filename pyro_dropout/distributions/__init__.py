@@ -6,6 +6,7 @@ from .concrete_dropout import ConcreteDropout
 from .fixed_noise import FixedNoiseNormal
 from .kl import bernoulli_entropy, kl_masked_gaussian
 from .masked_weight import MaskedWeight, check_mask_dim, mask_dim_for, validate_dropout_rate
+from .network_dropout import NetworkDropout
 from .quantised_gaussian import QuantisedGaussian
 from .util import base_prior
 
@@ -14,6 +15,7 @@ __all__ = [
     "ConcreteDropout",
     "FixedNoiseNormal",
     "MaskedWeight",
+    "NetworkDropout",
     "QuantisedGaussian",
     "base_prior",
     "bernoulli_entropy",

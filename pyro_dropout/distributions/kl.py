@@ -29,6 +29,8 @@ in the inverted-dropout scaling (:math:`\mathbb{E}_q W = M`) that this package u
   ``p = 0`` (a point mass, used for biases) has no entropy term.
 * For :class:`~pyro_dropout.distributions.ConcreteDropout` the Bernoulli KL is used, as in
   paper [1], appendix B (accurate for low temperatures).
+* :class:`~pyro_dropout.distributions.NetworkDropout` (a converted network whose own dropout
+  modules draw the masks) has the Bernoulli family's KL.
 
 References
 
@@ -46,6 +48,7 @@ from torch.distributions import Distribution, Independent, Normal, register_kl
 from .bernoulli_dropout import BernoulliDropout
 from .concrete_dropout import ConcreteDropout
 from .masked_weight import MaskedWeight
+from .network_dropout import NetworkDropout
 from .quantised_gaussian import QuantisedGaussian
 from .squares import weight_squares
 
@@ -189,7 +192,7 @@ def _kl_masked_prior(q: MaskedWeight, prior: Distribution) -> torch.Tensor:
 
 # The same analytic KL for each masked family against each form the Gaussian prior takes
 # (``register_kl`` takes one registration per pair of types).
-for _q_type in (BernoulliDropout, ConcreteDropout):
+for _q_type in (BernoulliDropout, ConcreteDropout, NetworkDropout):
     for _p_type in (QuantisedGaussian, Normal, Independent):
         register_kl(_q_type, _p_type)(_kl_masked_prior)
 del _q_type, _p_type

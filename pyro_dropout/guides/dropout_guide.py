@@ -21,7 +21,7 @@ from pyro.ops.tensor_utils import periodic_repeat
 from pyro.poutine.util import site_is_subsample
 from torch.distributions import constraints
 
-from ..distributions import BernoulliDropout, ConcreteDropout
+from ..distributions import BernoulliDropout, ConcreteDropout, NetworkDropout
 from ..nn import broadcast_pyro_layers
 from .initialization import base_prior, init_to_fan_in, is_gaussian_prior
 from .ownership import check_owner, claim, make_room
@@ -31,6 +31,7 @@ from .rates import (
     check_spec,
     check_weights_outside_data_plates,
     declared_mask_dim,
+    network_rate,
     site_rate,
     warn_about_masks,
 )
@@ -51,6 +52,7 @@ class _Role:
     mask_dim: int | None = None  # the event dim whose units are masked (None: the family's default)
     get: Callable = attrgetter("")  # reads the site's parameter from a PyroModule
     prior: Any = None  # a network's own dropout mask (infer["module_dropout"]): its guide is its prior
+    network: bool = False  # a converted network's weight whose own dropout draws its masks
 
 
 def _full_size(init: torch.Tensor, role: _Role) -> torch.Tensor:
@@ -174,6 +176,10 @@ class DropoutGuide(DropoutSummaries, AutoGuide):
         prior = type(base_prior(fn)).__name__
         if (site["infer"] or {}).get("module_dropout") is not None:  # q = p: KL 0 (nn.converted)
             return _Role(False, fn.event_dim, frames=frames, prior=fn)
+        network = site["infer"].get("network_masks")  # masks the network's own dropout draws
+        if network and (rate := network_rate(name, site, self._rates, self.concrete)) is not None:
+            mask_dim = declared_mask_dim(name, site)
+            return _Role(True, fn.event_dim, rate, frames=frames, mask_dim=mask_dim, network=True)
         if getattr(fn.support, "is_discrete", False):
             raise ValueError(
                 f"DropoutGuide: site '{name}' is discrete ({prior}); the guide handles continuous "
@@ -263,6 +269,8 @@ class DropoutGuide(DropoutSummaries, AutoGuide):
         if not role.masked:
             return dist.Delta(loc, event_dim=role.event_dim)
         p = self._rate_of(name, role)
+        if role.network:
+            return NetworkDropout(loc, p, role.event_dim, validate_args=False, mask_dim=role.mask_dim)
         if role.learn_p:
             return ConcreteDropout(
                 loc, p, self.temperature, role.event_dim, validate_args=False, mask_dim=role.mask_dim

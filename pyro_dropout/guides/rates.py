@@ -17,6 +17,7 @@ __all__ = [
     "check_spec",
     "declared_mask_dim",
     "default_rate",
+    "network_rate",
     "site_rate",
     "warn_about_masks",
 ]
@@ -101,6 +102,28 @@ def site_rate(spec: DropoutSpec | None, concrete: bool, name: str, site: dict, m
     return p.detach().clone()
 
 
+def network_rate(name: str, site: dict, spec: DropoutSpec | None, concrete: bool) -> float | None:
+    """The rate of a converted network's weight whose masks its own dropout draws (``masks="own"``,
+    ``infer["network_masks"]``): the module's, for the KL (the guide draws no mask of its own);
+    ``None`` where the guide's ``spec`` gives a weight no dropout feeds (rate 0) a rate of its own.
+    A spec, or ``concrete``, that would change a network dropout's rate is refused."""
+    p = float(site["infer"].get("dropout") or 0.0)
+    given = spec is not None and not (isinstance(spec, Mapping) and name not in spec)
+    if p == 0 and given:
+        return None
+    if given or (concrete and p > 0):
+        what = "init_dropout=" if concrete else "dropout="
+        why = f"{what} cannot change that rate" if given else "concrete=True cannot learn it"
+        raise ValueError(
+            f"DropoutGuide: site '{name}' is a weight of a network converted with masks='own', whose "
+            f"own dropout draws its masks (p = {p:g}); {why}: give rates only for the weights no "
+            "dropout feeds (a dict), set the module's p before converting, or convert with "
+            "from_module(net, masks='shared') for masks the guide draws (and learns, with "
+            "concrete=True)"
+        )
+    return p
+
+
 def _unplated_dims(site: dict) -> int:
     """Batch dims of a site not made by a plate: dims a weight declared ``.to_event(1)`` leaves."""
     plated = {f.dim for f in site["cond_indep_stack"] if f.vectorized and f.dim is not None}
@@ -125,7 +148,10 @@ def warn_about_masks(trace: Any, roles: Mapping[str, Any], concrete: bool, defau
                 stacklevel=3,
             )
     weights = [r for r in roles.values() if r.masked and r.event_dim >= 2]
-    own_dropout = any(getattr(r, "prior", None) is not None for r in roles.values())  # a net's mask sites
+    # a network's own dropout: its mask sites, or weights whose masks its modules draw
+    own_dropout = any(
+        getattr(r, "prior", None) is not None or getattr(r, "network", False) for r in roles.values()
+    )
     if defaults and not concrete and weights and not own_dropout and all(_is_zero(r.p) for r in weights):
         warnings.warn(
             "DropoutGuide: the default rates mask no site (every weight's declared rate is 0, as in a "

@@ -240,6 +240,8 @@ class DropoutTraceMixin:
         differs from one particle at a time, warn and loop over the particles from then on."""
         if not (self.vectorize_particles and self.num_particles > 1):
             return
+        if getattr(model, "checks_its_batching", False):  # a converted network decides for itself,
+            return  # as it does in predict: one batching decision for the losses and prediction
         checked = self.__dict__.setdefault("particle_checks", {})
         key = (id(model), signature(args, kwargs))
         if key in checked:

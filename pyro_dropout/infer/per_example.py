@@ -11,15 +11,21 @@ from pyro import poutine
 from pyro.poutine.messenger import Messenger
 from pyro.poutine.trace_struct import Trace
 
-from ..distributions import MaskedWeight
+from ..distributions import MaskedWeight, NetworkDropout
 from ..nn import masking
 
 __all__ = ["MeanWeights", "per_example_weight", "replay_per_example"]
 
 
 def per_example_weight(q: Any) -> TypeGuard[MaskedWeight]:
-    """A masked weight over input units: masked per example where the model uses it."""
-    return isinstance(q, MaskedWeight) and q.event_dim >= 2 and not q.is_point_mass
+    """A masked weight over input units: masked per example where the model uses it (not one whose
+    masks a converted network's own dropout draws, per element already)."""
+    return (
+        isinstance(q, MaskedWeight)
+        and not isinstance(q, NetworkDropout)
+        and q.event_dim >= 2
+        and not q.is_point_mass
+    )
 
 
 class MeanWeights(Messenger):

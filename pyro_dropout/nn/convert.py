@@ -1,20 +1,33 @@
 r"""A trained ``torch.nn.Module`` as a Bayesian model for :class:`~pyro_dropout.guides.DropoutGuide`.
 
 :func:`from_module` copies the network and replaces its weight layers (``nn.Linear``,
-``nn.Conv1d/2d/3d``, ``nn.LSTM``, ``nn.GRU``) by the library's (weights and biases that are sample
-sites with ``QuantisedGaussian(0, 1/l)`` priors, the trained values as the guide's starting
-means), and its dropouts by exactly what they do: the variational family of the layer they feed
-where their mask is a mask of its input units, a mask site where they are anywhere else
-(:mod:`~pyro_dropout.nn.converted.placement`). Batch norm runs with its running statistics. The
-forward runs as written, on a batch of the shape it expects, also under batched draws
-(:mod:`~pyro_dropout.nn.converted.fold`), with a self-check that falls back to one draw at a time
-(:mod:`~pyro_dropout.nn.converted.model`). So ``predict_standard`` (the expected weights) gives
-``net.eval()(x)``, one MC draw gives the network's own pass with the same masks, and SVI refines
-the network. What converts and what is refused: docs/own-model.md.
+``nn.Conv1d/2d/3d``, ``nn.LSTM``, ``nn.GRU``) by the library's: weights and biases that are sample
+sites with ``QuantisedGaussian(0, 1/l)`` priors, the trained values as the guide's starting means.
+Its dropouts draw their masks in one of two ways (``masks=``):
+
+* ``"own"`` (the default): as the network draws them. Every dropout stays where the network has
+  it (modules, ``F.dropout``, attention dropout inside ``nn.MultiheadAttention``, a module called
+  twice) and draws a new mask for every element of every row at every call; the network runs as
+  in MC dropout (training mode, batch norm on its running statistics), the draws folded into its
+  batch. Each point's predictive is the network's own MC dropout, and the draws of different
+  points are independent. A dropout whose mask is a mask of the next layer's input units gives
+  that layer's weight the KL of its rate (:class:`~pyro_dropout.distributions.NetworkDropout`).
+* ``"shared"``: one draw is one function, its masks shared by every row it predicts (the same
+  draws across chunks and calls: what a joint predictive over points, BatchBALD, needs). A
+  dropout becomes the variational family of the layer it feeds where its mask is a mask of that
+  layer's input units, a mask site where it is elsewhere
+  (:mod:`~pyro_dropout.nn.converted.placement`); where a shared mask cannot have the network's
+  distribution for each point (a dropout before a layer that sees tokens, a module called twice,
+  attention dropout) the conversion or the first run refuses, naming the module.
+
+Batch norm runs with its running statistics. The forward runs as written, on a batch of the shape
+it expects (:mod:`~pyro_dropout.nn.converted.fold`), with a self-check that falls back to one draw
+at a time (:mod:`~pyro_dropout.nn.converted.model`). ``predict_standard`` (the expected weights)
+gives ``net.eval()(x)``. What converts and what is refused: docs/own-model.md.
 
 ```python
 model = from_module(trained_net, likelihood="categorical")
-guide = DropoutGuide(model)                      # the net's dropout rates, its weights as means
+guide = DropoutGuide(model)                      # the net's dropout, its weights as means
 guide(x, y)
 pred = predict(model, guide, x_test)
 ```
@@ -34,25 +47,39 @@ from torch import fx, nn
 from .converted.dropout_sites import ModuleDropout
 from .converted.likelihoods import check_likelihood, check_outputs
 from .converted.model import ConvertedModel
-from .converted.placement import CHANNEL_DROPOUTS, ELEMENT_DROPOUTS, Placement, dropout_of, place_dropouts
+from .converted.placement import (
+    CHANNEL_DROPOUTS,
+    ELEMENT_DROPOUTS,
+    Placement,
+    dropout_of,
+    place_dropouts,
+    share_dropouts,
+)
 from .converted.rules import (
     WEIGHTED,
     bayesian,
     check_convertible,
     check_hook_norms,
     functional_uses,
+    keep_parameters_visible,
     kept_inside,
 )
 
-__all__ = ["ConvertedModel", "from_module"]
+__all__ = ["MASKS", "ConvertedModel", "from_module"]
+
+MASKS = ("own", "shared")
+_NORMS = (nn.modules.batchnorm._BatchNorm, nn.modules.instancenorm._InstanceNorm)
 
 
 def _freeze(net: nn.Module) -> None:
-    """Every parameter of ``net`` as a buffer: fixed, and not a ``pyro.param`` once a PyroModule."""
+    """Every parameter of ``net`` as a buffer: fixed, and not a ``pyro.param`` once a PyroModule
+    (their names kept in ``frozen_parameters``, for the converted ``parameters()``)."""
     for module in net.modules():
-        for name in list(module._parameters):
+        names = list(module._parameters)
+        for name in names:
             value = module._parameters.pop(name)
             module.register_buffer(name, None if value is None else value.detach().clone())
+        object.__setattr__(module, "frozen_parameters", tuple(names))
 
 
 def _replace(parent: nn.Module, name: str, new: nn.Module) -> None:
@@ -64,43 +91,19 @@ def _replace(parent: nn.Module, name: str, new: nn.Module) -> None:
     parent._modules = type(parent._modules)((key, parent._modules[key]) for key in order)  # keep the order
 
 
-def _trace(net: nn.Module) -> fx.GraphModule | None:
+def _trace(net: nn.Module, masks: str) -> fx.GraphModule | None:
     try:
         return fx.symbolic_trace(net)
     except Exception as error:  # torch.fx raises many kinds on a forward it cannot follow
-        warnings.warn(
-            "from_module: could not trace the forward of "
-            f"{type(net).__name__} ({type(error).__name__}: {error}); "
-            "every dropout module stays where it is as a mask site, and "
-            "a functional dropout (F.dropout) in the "
-            "forward is refused when it runs",
-            stacklevel=3,
-        )
-        return None
-
-
-def _edit_graph(gm: fx.GraphModule, placement: Placement) -> tuple[bool, list[str]]:
-    """Remove the functional dropouts that became a layer's rate and make the others mask sites;
-    ``(whether the graph changed, the mask sites added)``."""
-    sites, count, edited = [], 0, False
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or dropout_of(gm, node) is None:
-            continue
-        if node in placement.sites:
-            p, channels = placement.sites[node]
-            name = f"dropout{count}"
-            count += 1
-            gm.add_submodule(name, ModuleDropout(p, channels, f"{node.name} in the forward"))
-            with gm.graph.inserting_after(node):
-                new = gm.graph.call_module(name, (node.args[0],))
-            node.replace_all_uses_with(new)
-            sites.append(name)
-        else:
-            node.replace_all_uses_with(node.args[0])
-        gm.graph.erase_node(node)
-        edited = True
-    gm.recompile()
-    return edited, sites
+        if masks == "shared":
+            warnings.warn(
+                "from_module(masks='shared'): could not trace the forward of "
+                f"{type(net).__name__} ({type(error).__name__}: {error}); every dropout module stays "
+                "where it is as a mask site, and a functional dropout (F.dropout) in the forward is "
+                "refused when it runs",
+                stacklevel=3,
+            )
+        return None  # masks="own": the forward runs as written; the weights' KL takes p = 0
 
 
 def _layers_in_order(gm: fx.GraphModule | None, weighted: list[str]) -> list[str]:
@@ -112,7 +115,7 @@ def _layers_in_order(gm: fx.GraphModule | None, weighted: list[str]) -> list[str
     ]
 
 
-def _check_arguments(net: Any, likelihood: Any, tau: Any, last_layer: Any, keep: Any, dropouts: Any) -> None:
+def _check_arguments(net: Any, likelihood: Any, tau: Any, last_layer: Any, keep: Any, choices: dict) -> None:
     if not isinstance(net, nn.Module):
         raise TypeError(f"from_module: net must be a torch.nn.Module, got {type(net).__name__}")
     check_hook_norms(net)
@@ -123,8 +126,11 @@ def _check_arguments(net: Any, likelihood: Any, tau: Any, last_layer: Any, keep:
         raise TypeError(f"from_module: last_layer must be True or False, got {last_layer!r}")
     if isinstance(keep, str) or not all(isinstance(k, str) for k in keep):
         raise TypeError(f"from_module: keep must be a list of module names, got {keep!r}")
-    if dropouts not in ("weights", "sites"):
-        raise ValueError(f"from_module: dropouts must be 'weights' or 'sites', got {dropouts!r}")
+    for option, (value, allowed) in choices.items():
+        if not isinstance(value, str) or value not in allowed:
+            raise ValueError(
+                f"from_module: {option} must be " + " or ".join(repr(a) for a in allowed) + f", got {value!r}"
+            )
 
 
 def from_module(
@@ -135,6 +141,7 @@ def from_module(
     prior_length_scale: float = 1e-2,
     last_layer: bool = False,
     keep: Sequence[str] = (),
+    masks: str = "own",
     dropouts: str = "weights",
 ) -> ConvertedModel:
     """A Pyro model from a (trained) network; ``net`` itself is left as it is.
@@ -147,34 +154,57 @@ def from_module(
         small, as a trained network's weights are far from a unit Gaussian.
     :param last_layer: only the last weight layer is Bayesian; the others keep their trained values.
     :param keep: modules to keep deterministic (their trained values, fixed).
-    :param dropouts: ``"weights"``: a dropout that masks the inputs of the layer it feeds is that
-        layer's variational family (what Concrete dropout learns); ``"sites"``: every dropout is a
-        mask site where it is.
+    :param masks: ``"own"``: every dropout draws its masks as the network does (its own MC
+        dropout); ``"shared"``: one mask per draw, shared by the rows it predicts (a draw is one
+        function), refused where that changes a point's predictive (the module's docs).
+    :param dropouts: with ``masks="shared"``: ``"weights"``: a dropout that masks the inputs of the
+        layer it feeds is that layer's variational family (what Concrete dropout learns);
+        ``"sites"``: every dropout is a mask site where it is. With ``masks="own"``, ``"sites"``
+        gives every weight the KL of rate 0.
     """
-    _check_arguments(net, likelihood, tau, last_layer, keep, dropouts)
+    choices = {"masks": (masks, MASKS), "dropouts": (dropouts, ("weights", "sites"))}
+    _check_arguments(net, likelihood, tau, last_layer, keep, choices)
     copy_ = _copy(net)
     weighted = _weighted(copy_, keep)
-    check_convertible(copy_, set(weighted))
+    check_convertible(copy_, set(weighted), masks)
     _freeze(copy_)  # what stays deterministic keeps its trained values, fixed (not Pyro parameters)
-    gm = _trace(copy_)
+    copy_.train()  # traced as MC dropout runs it: F.dropout(x, training=self.training) drops
+    gm = _trace(copy_, masks)
     order = _layers_in_order(gm, weighted)
     convertible = set(order[-1:] if last_layer else order)
-    placement = Placement()
-    if gm is not None:
-        functional_uses(gm, convertible)
-        placement = place_dropouts(gm, convertible if dropouts == "weights" else set())
-    placed = {str(n.target) for n in placement.placed if n.op == "call_module"}
-    edited, mask_sites = _edit_graph(gm, placement) if gm is not None else (False, [])
-    net_: nn.Module = (
-        gm if edited and gm is not None else copy_
-    )  # the traced forward only where the graph had to change
-    to_pyro_module_(net_)  # containers as PyroModules: the sites are named by their path ("0.weight")
-    model = _finish(
-        net_, likelihood, tau, prior_length_scale, order, convertible, placement, placed, mask_sites
+    placement = _placement(gm, convertible, dropouts)
+    net_, mask_sites, placed = (
+        share_dropouts(copy_, gm, placement) if masks == "shared" else (copy_, [], None)
     )
+    to_pyro_module_(net_)  # containers as PyroModules: the sites are named by their path ("0.weight")
+    own = masks == "own" and _has_dropout(copy_, gm)  # its weights' masks are the network's
+    model = _finish(net_, (likelihood, tau, prior_length_scale, own), order, convertible, placement, placed)
+    model.masks, model.untraced, model.mask_sites = masks, gm is None, model.mask_sites + mask_sites
+    keep_parameters_visible(net_)
     _check_output(model, _output_layer(gm), likelihood)
-    model.untraced = gm is None
     return model
+
+
+def _placement(gm: fx.GraphModule | None, convertible: set[str], dropouts: str) -> Placement:
+    """Where the dropouts go (:mod:`~pyro_dropout.nn.converted.placement`), once the layers' weights
+    are known to be used by their modules only."""
+    if gm is None:
+        return Placement()
+    functional_uses(gm, convertible)
+    return place_dropouts(gm, convertible if dropouts == "weights" else set())
+
+
+def _has_dropout(net: nn.Module, gm: fx.GraphModule | None) -> bool:
+    """Whether the network draws dropout masks anywhere: a dropout module, attention or recurrent
+    dropout, or a functional dropout in its traced forward (a forward torch.fx cannot follow may
+    call one: taken to)."""
+    for module in net.modules():
+        rate = getattr(module, "p" if isinstance(module, nn.modules.dropout._DropoutNd) else "dropout", 0)
+        if isinstance(module, nn.modules.dropout._DropoutNd | nn.MultiheadAttention | nn.RNNBase) and rate:
+            return True
+    if gm is None:
+        return True
+    return any((dropout_of(gm, node) or (0.0, False))[0] > 0 for node in gm.graph.nodes)
 
 
 def _copy(net: nn.Module) -> nn.Module:
@@ -217,32 +247,32 @@ def _check_output(model: ConvertedModel, output: str | None, likelihood: Any) ->
 
 def _finish(
     net: nn.Module,
-    likelihood: Any,
-    tau: float,
-    length_scale: float,
+    settings: tuple[Any, float, float, bool],
     order: list[str],
     convertible: set[str],
     placement: Placement,
-    placed: set[str],
-    mask_sites: list[str],
+    placed: set[str] | None,
 ) -> ConvertedModel:
-    """Replace the dropouts and weight layers of ``net`` (in place) and wrap it with the likelihood."""
-    rates: dict[str, float] = {}
+    """Replace the weight layers of ``net`` (in place), and with ``masks="shared"`` (``placed``: the
+    dropout modules that became a layer's family) its dropouts; set the modes MC dropout runs in;
+    wrap it with the likelihood.
+    ``settings``: the likelihood, tau, the prior length-scale, and whether the network's dropout
+    draws the masks of its weights."""
+    likelihood, tau, length_scale, own = settings
+    shared = placed is not None
+    mask_sites: list[str] = []
     for name, module in list(net.named_modules()):
-        if isinstance(module, ELEMENT_DROPOUTS + CHANNEL_DROPOUTS):
-            site = name not in placed and module.p > 0
+        if isinstance(module, _NORMS):
+            module.eval()  # the running statistics
+        elif shared and isinstance(module, ELEMENT_DROPOUTS + CHANNEL_DROPOUTS):
+            site = name not in (placed or set()) and module.p > 0
             channels = isinstance(module, CHANNEL_DROPOUTS)
             _replace(net, name, ModuleDropout(module.p, channels, name) if site else nn.Identity())
             mask_sites += [name] if site else []
-        elif isinstance(module, nn.modules.batchnorm._BatchNorm):
-            module.eval()  # the running statistics
-        elif isinstance(
-            module, nn.TransformerEncoderLayer | nn.TransformerEncoder | nn.TransformerDecoderLayer
-        ):
-            module.train()  # no fast path, which would skip the converted layers; its dropouts are sites
+    rates: dict[str, float] = {}
     for name in order:
         if name in convertible:
             rate = placement.rates.get(name, 0.0)
             rates[f"{name}.weight"] = rate
-            _replace(net, name, bayesian(net.get_submodule(name), rate, length_scale))
+            _replace(net, name, bayesian(net.get_submodule(name), rate, length_scale, own))
     return ConvertedModel(net, likelihood, float(tau), rates, mask_sites)

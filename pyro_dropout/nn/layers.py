@@ -96,14 +96,18 @@ class BayesianLayer(PyroModule):
         self.has_bias = bool(bias)
 
     dropout: float | None = None
+    network_masks = False  # a converted network's layer whose inputs its own dropout masks (nn.convert)
 
     def declared_weight(self) -> torch.Tensor:
         """The weight, sampled with what the layer declares in its site's ``infer`` dict: its rate
-        (``dropout=``), read by :class:`~pyro_dropout.guides.DropoutGuide`, and its starting
+        (``dropout=``), read by :class:`~pyro_dropout.guides.DropoutGuide`, whether the network's
+        own dropout draws its masks (``network_masks``), and its starting
         mean (``start=``, a converted network's trained weight), read by the initialisers."""
         declared: dict[str, Any] = {}
         if self.dropout is not None:
             declared["dropout"] = self.dropout
+        if self.network_masks:
+            declared["network_masks"] = True
         start = getattr(self, "start_weight", None)  # a buffer of a converted layer (nn.convert)
         if start is not None:
             declared["init"] = start

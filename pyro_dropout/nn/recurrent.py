@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import cast
 
 import torch
+import torch.nn.functional as F
 from pyro.nn import PyroModule, PyroModuleList
 
 from .functional import linear, take_mask
@@ -81,6 +82,9 @@ class _Recurrent(PyroModule):
     gates: int
     hh_bias: bool
     parts: int
+    # torch's inter-layer dropout: a new mask for every element of each layer's outputs but the
+    # last, at every step (a converted nn.LSTM's, masks="own"); 0: the masks are the weights'
+    step_dropout = 0.0
 
     def __init__(
         self,
@@ -125,6 +129,8 @@ class _Recurrent(PyroModule):
         state = self._checked_state(state, h)
         finals = []
         for layer, cell in enumerate(self.layers):
+            if layer > 0 and self.step_dropout > 0:
+                h = F.dropout(h, self.step_dropout, self.training)
             h, last = self._run(cast(_Cell, cell), h, self._start(h, state, layer))
             finals.append(last)
         out = h if self.batch_first else h.transpose(-3, -2)

@@ -13,6 +13,7 @@ from pyro.poutine.util import site_is_subsample
 
 from ..guides import DropoutGuide
 from ..infer.loss_terms import UNSEEN_SITE, Site
+from ..nn import dropout_off
 from .batching import batched_is_exact
 from .collect import DRAWS_PLATE, Buffers, Outputs
 from .draws import Predictions
@@ -137,7 +138,7 @@ def _guide_chunks(
     runner, chunk = prepare(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device, parallel)
     _check_seen(guide, runner.prototype)
     parallel = parallel and batched_is_exact(runner)
-    params = leaf_params(model, guide) if jit else None
+    params = leaf_params(model, guide) if jit and getattr(model, "traced_chunks", True) else None
     return draw_chunks(runner, num_samples, chunk, parallel, wanted, meta, params, owner=guide)
 
 
@@ -240,9 +241,11 @@ def predict_standard(
     r""" "Standard dropout": one pass with the expected weights :math:`\mathbb{E}_q[W] = M`.
 
     The weight-averaging approximation to the MC-dropout predictive mean (paper [1], §4),
-    computed from ``guide.median()``. Shapes are those of :func:`predict` with ``T = 1``;
-    ``parallel=False`` runs the model unbatched (as :func:`predict`'s).
+    computed from ``guide.median()``, with a converted network's own dropout off. Shapes are
+    those of :func:`predict` with ``T = 1``; ``parallel=False`` runs the model unbatched (as
+    :func:`predict`'s).
     """
     medians = guide.median()
     samples = {k: v.unsqueeze(0) for k, v in medians.items()}
-    return _from_samples(model, samples, args, kwargs, None, None, parallel, guide)
+    with dropout_off():  # a converted network's own dropout off too: net.eval()(x)
+        return _from_samples(model, samples, args, kwargs, None, None, parallel, guide)

@@ -225,7 +225,7 @@ def _attention_without_dropout() -> nn.Module:
 
 # networks refused at conversion, with the words the error must contain
 REFUSED = {
-    "transformer-attention-dropout": (lambda: TransformerClassifier(0.1), {}, "self_attn"),
+    "transformer-attention-dropout": (lambda: TransformerClassifier(0.1), {"masks": "shared"}, "self_attn"),
     "tied": (Tied, {}, "share a weight"),
     "functional": (Functional, {}, "a.weight"),
     "alpha-dropout": (

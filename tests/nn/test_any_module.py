@@ -1,16 +1,19 @@
 """Any network, exactly: networks written as people write them convert to a model whose forward runs
 as written under batched draws, or are refused with an error naming the module.
 
-For each network that converts (tolerance 1e-5, float32):
+For each network that converts (tolerance 1e-5, float32), in both modes of ``masks=``:
 (a) the expected weights give ``net.eval()(x)``;
+(d) SVI with ``DropoutELBO`` and ``BBAlpha(0.5)``, then ``predict``, ``evaluate`` and
+    ``to_arviz``, all run.
+With ``masks="shared"`` (a draw's masks shared by its rows, drawn by the guide), exactly:
 (b) each MC draw of ``predict`` (its draws folded into the batch) equals the network's own pass
     with that draw's masks: the sampled weights loaded into the torch network (``W = M diag(z) /
     (1 - p)`` is the layer's input masked) and each dropout kept as a mask site applying its mask.
-    For the recurrent layers' inter-layer dropout the library ties a mask over time where torch
-    draws one per step: loaded so, torch's own LSTM runs the library's tied masks;
-(c) a point predicted alone equals the same point inside a batch, with the same draws;
-(d) SVI with ``DropoutELBO`` and ``BBAlpha(0.5)``, then ``predict``, ``evaluate`` and
-    ``to_arviz``, all run.
+    For the recurrent layers' inter-layer dropout the shared masks are tied over time where torch
+    draws one per step: loaded so, torch's own LSTM runs the tied masks;
+(c) a point predicted alone equals the same point inside a batch, with the same draws.
+With ``masks="own"`` the draws are the network's own MC dropout, which tests/nn/test_conformance.py
+checks in distribution against the network itself.
 """
 
 from __future__ import annotations
@@ -35,8 +38,8 @@ CASES = cases()
 TOL = 1e-5
 
 
-def _converted(case: Case):
-    model = from_module(case.net, case.likelihood, **case.options)
+def _converted(case: Case, masks: str = "shared"):
+    model = from_module(case.net, case.likelihood, masks=masks, **case.options)
     guide = DropoutGuide(model)
     guide(case.x, case.y)
     return model, guide
@@ -47,10 +50,11 @@ def _rows(case: Case, f: torch.Tensor) -> torch.Tensor:
     return f if case.likelihood == "categorical" else f[..., 0]
 
 
+@pytest.mark.parametrize("masks", ["own", "shared"])
 @pytest.mark.parametrize("name", list(CASES))
-def test_a_the_expected_weights_give_the_network(name):
+def test_a_the_expected_weights_give_the_network(name, masks):
     case = CASES[name]
-    model, guide = _converted(case)
+    model, guide = _converted(case, masks)
     standard = predict_standard(model, guide, case.x).samples[case.output][0]
     with torch.no_grad():
         expected = case.net(case.x)
@@ -125,10 +129,11 @@ def test_c_a_point_alone_equals_the_point_in_a_batch(name):
     assert torch.allclose(runs[0], runs[1], atol=TOL), (runs[0] - runs[1]).abs().max()
 
 
+@pytest.mark.parametrize("masks", ["own", "shared"])
 @pytest.mark.parametrize("name", list(CASES))
-def test_d_train_predict_evaluate_and_export(name):
+def test_d_train_predict_evaluate_and_export(name, masks):
     case = CASES[name]
-    model, guide = _converted(case)
+    model, guide = _converted(case, masks)
     for loss in (DropoutELBO(), BBAlpha(0.5, num_particles=3)):
         svi = SVI(model, guide, pyro.optim.Adam({"lr": 1e-3}), loss)
         for _ in range(2):
@@ -146,3 +151,5 @@ def test_refused_networks_are_named(name):
     make, options, words = REFUSED[name]
     with pytest.raises(ValueError, match=re.escape(words)):
         from_module(make(), "normal", **options)
+    if options.get("masks") == "shared":  # the network's own dropout converts as it is
+        from_module(make(), "categorical", **{**options, "masks": "own"})

@@ -46,21 +46,42 @@ def _replayed(model, trace, x):
 
 
 def test_the_self_check_catches_a_forward_that_mixes_rows_and_returns_the_per_draw_predictive():
+    """masks="shared": the draws' folded pass against one draw at a time, the same masks."""
     torch.manual_seed(0)
     x, y = torch.randn(6, 3), torch.randn(6)
-    model = from_module(Centred().eval())
+    model = from_module(Centred().eval(), masks="shared")
     guide = DropoutGuide(model)
     guide(x, y)
     draws = _draws(model, guide, x, y)
     with pytest.warns(UserWarning, match=r"site 'obs'.*does not match one pass per draw.*differ by up to"):
         checked = _replayed(model, draws, x)
-    exact = from_module(Centred().eval())
+    exact = from_module(Centred().eval(), masks="shared")
     exact.load_state_dict(model.state_dict())
     exact.per_draw = True  # one draw at a time, always
     assert torch.allclose(checked, _replayed(exact, draws, x), atol=TOL)
     exact.per_draw = None
     exact.verdicts[(tuple(x.shape[1:]), x.dtype)] = "fold"  # what an unchecked batched pass gives
     assert not torch.allclose(checked, _replayed(exact, draws, x), atol=1e-3)
+
+
+def test_the_own_masks_run_a_forward_that_mixes_rows_one_pass_per_draw():
+    """masks="own": a forward that subtracts the batch mean is caught by the rows check, and its
+    draws are then exactly the network's own passes in MC dropout, one after another (the same
+    random stream: each pass draws its masks as torch does)."""
+    torch.manual_seed(0)
+    net, x, y = Centred().eval(), torch.randn(6, 3), torch.randn(6)
+    model = from_module(net)
+    guide = DropoutGuide(model)
+    guide(x, y)
+    draws = _draws(model, guide, x, y)
+    pyro.set_rng_seed(3)
+    with pytest.warns(UserWarning, match=r"does not treat the rows of a batch apart.*one pass each"):
+        checked = _replayed(model, draws, x)
+    pyro.set_rng_seed(3)
+    with torch.no_grad():
+        own = torch.stack([net.train()(x)[:, 0] for _ in range(4)])
+    assert torch.allclose(checked, own, atol=TOL)
+    assert model.row_verdicts == {((3,), torch.float32): False}
 
 
 class PyroStyle(PyroModule):
@@ -116,8 +137,8 @@ def test_a_layer_called_twice_and_an_upsampling_convert_exactly():
     guide(x, y)
     standard = predict_standard(model, guide, x).samples["mean"][0]
     assert torch.allclose(standard, net(x)[:, 0], atol=TOL)
-    predict(model, guide, x, num_samples=4)  # the self-check: folded equals one draw at a time
-    assert set(model.verdicts.values()) == {"fold"}
+    predict(model, guide, x, num_samples=4)  # the rows check: the draws share one pass
+    assert set(model.row_verdicts.values()) == {True}
 
 
 def test_refusals_name_the_module_and_the_switch():
@@ -163,9 +184,14 @@ def test_data_in_another_dtype_and_an_untraceable_functional_dropout_are_named()
             return self.fc2(h)
 
     with pytest.warns(UserWarning, match="could not trace the forward of Branchy"):
-        model = from_module(Branchy())
-    with pytest.raises(ValueError, match=r"calls dropout\(p=0.3\).*use an nn.Dropout module there"):
+        model = from_module(Branchy(), masks="shared")
+    with pytest.raises(ValueError, match=r"calls dropout with a drop rate of 0.3.*masks='own'"):
         DropoutGuide(model)(torch.randn(5, 3), torch.randn(5))
+    model = from_module(Branchy())  # its own dropout, as written
+    guide = DropoutGuide(model)
+    guide(torch.randn(5, 3), torch.randn(5))
+    draws = predict(model, guide, torch.randn(2, 3), num_samples=200)["mean"]
+    assert draws.std(0).max() > 0  # the F.dropout the conversion could not see draws its masks
 
 
 def test_every_prediction_entry_point_with_a_one_draw_tail_and_parallel_switches():
@@ -193,8 +219,10 @@ def test_likelihoods_heteroscedastic_and_callable_and_every_dropout_as_a_site():
     guide(x, y)
     pred = predict(log_sd, guide, x, num_samples=3)
     assert pred.samples["output"].shape == (3, 6, 2)
-    sites = from_module(net, "heteroscedastic", dropouts="sites")
+    sites = from_module(net, "heteroscedastic", masks="shared", dropouts="sites")
     assert sites.mask_sites == ["2"] and sites.rates == {"0.weight": 0.0, "3.weight": 0.0}
+    own = from_module(net, "heteroscedastic", dropouts="sites")  # the module stays; its KL is p = 0's
+    assert own.mask_sites == [] and own.rates == {"0.weight": 0.0, "3.weight": 0.0}
     weights = from_module(net, "heteroscedastic")
     assert weights.mask_sites == [] and weights.rates["3.weight"] == pytest.approx(0.2)
 

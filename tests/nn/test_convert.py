@@ -75,8 +75,9 @@ def test_the_converted_model_refines_by_svi_and_keeps_the_rest_fixed_with_last_l
     svi = SVI(model, guide, pyro.optim.Adam({"lr": 1e-2}), DropoutELBO())
     losses = [svi.step(x, y) for _ in range(30)]
     assert all(torch.isfinite(torch.tensor(losses)))
-    # only the last layer is Bayesian; the dropout before a layer kept fixed stays the net's own
-    assert set(guide.dropout_rates()) == {"net.2.mask", "net.6.weight"}
+    # only the last layer is Bayesian; the dropout before a layer kept fixed stays the net's own module
+    assert set(guide.dropout_rates()) == {"net.6.weight"}
+    assert isinstance(model.net[2], nn.Dropout) and model.net[2].training
     assert torch.equal(model.net[0].weight, net[0].weight)  # the others keep the trained weights
 
 
@@ -139,11 +140,11 @@ def _fixed_mask(keep, p):
     ids=["mlp", "lenet-batchnorm", "conv-block-batchnorm"],
 )
 def test_an_mc_pass_equals_the_network_with_the_same_masks(make, x, feeds):
-    """One draw of the guide is the network in train mode with its dropouts' masks fixed to the
-    draw's (batch norm on its running statistics in both): W = M diag(z)/(1-p) drops the same
-    units as nn.Dropout's mask z on the layer's inputs."""
+    """With masks="shared", one draw of the guide is the network in train mode with its dropouts'
+    masks fixed to the draw's (batch norm on its running statistics in both): W = M diag(z)/(1-p)
+    drops the same units as nn.Dropout's mask z on the layer's inputs."""
     net = make()
-    model = from_module(net, likelihood="categorical")
+    model = from_module(net, likelihood="categorical", masks="shared")
     guide = DropoutGuide(model)
     guide(x, torch.zeros(len(x), dtype=torch.long))
     pyro.set_rng_seed(4)
@@ -170,13 +171,16 @@ class _FunctionalDropout(nn.Module):
         return self.b(h)
 
 
-def test_a_functional_dropout_in_the_forward_sets_the_next_layers_rate_and_is_removed():
+@pytest.mark.parametrize("masks", ["own", "shared"])
+def test_a_functional_dropout_in_the_forward_sets_the_next_layers_rate_and_is_removed(masks):
+    """Its rate is the next layer's (with masks="own" the KL's; the call stays in the forward); the
+    expected weights switch it off, even one left on in eval mode."""
     torch.manual_seed(5)
     x = torch.randn(7, 4)
-    for always in (False, True):  # F.dropout(h, p) left on in eval mode is removed too
+    for always in (False, True):  # F.dropout(h, p) left on in eval mode
         pyro.clear_param_store()  # the guides' parameters share names in Pyro's param store
         net = _FunctionalDropout(always)
-        model = from_module(net, likelihood="categorical")
+        model = from_module(net, likelihood="categorical", masks=masks)
         guide = DropoutGuide(model)
         guide(x, torch.zeros(7, dtype=torch.long))
         assert {k: round(float(v), 6) for k, v in guide.dropout_rates().items()} == {
@@ -195,7 +199,7 @@ def test_conv1d_and_conv3d_convert_and_an_untraceable_forward_is_named():
         pyro.clear_param_store()
         x = torch.randn(*x)
         model = from_module(net, likelihood="categorical")
-        guide = DropoutGuide(model, dropout=0.2)
+        guide = DropoutGuide(model, dropout=None if net is conv1d else 0.2)  # conv1d: its own dropout
         guide(x, torch.zeros(len(x), dtype=torch.long))
         standard = predict_standard(model, guide, x).samples["logits"][0]
         assert torch.allclose(standard, net.eval()(x), atol=1e-6)
@@ -210,7 +214,10 @@ def test_conv1d_and_conv3d_convert_and_an_untraceable_forward_is_named():
             return self.fc(x) if x.sum() > 0 else -self.fc(x)
 
     with pytest.warns(UserWarning, match="could not trace the forward of Branchy"):
-        from_module(Branchy())
+        from_module(Branchy(), masks="shared")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert from_module(Branchy()).untraced  # its own dropout as written: nothing to warn of
 
 
 def test_a_network_that_is_one_layer_converts_and_a_tuple_output_is_named():

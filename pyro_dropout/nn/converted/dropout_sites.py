@@ -1,15 +1,16 @@
 r"""A network's own dropout where no weight can carry it: a mask that is a sample site.
 
-A dropout whose units are the input units of the next weight layer (``nn.Dropout`` before an
-``nn.Linear``, ``nn.Dropout2d`` before an ``nn.Conv2d``) is that layer's variational family,
-:math:`W = M\,\mathrm{diag}(z)/(1-p)`. Any other dropout (a channel dropout before a flatten and
-a linear layer, a dropout before ``tanh``, a trailing dropout, one whose output goes two ways) is
-kept where the network has it, as the mask site ``<module>.mask``: ``z ~ Bernoulli(1 - p)`` over
-the units the module drops (every element for ``nn.Dropout``, whole channels for
-``Dropout1d/2d/3d``), applied as ``x · z / (1 - p)``. One mask per function draw, shared by the
-rows of a batch, as a draw of the network is one function. Its guide is its prior
+With ``from_module(masks="shared")``, a dropout whose units are the input units of the next weight
+layer (``nn.Dropout`` before an ``nn.Linear``, ``nn.Dropout2d`` before an ``nn.Conv2d``) is that
+layer's variational family, :math:`W = M\,\mathrm{diag}(z)/(1-p)`. Any other dropout (a channel
+dropout before a flatten and a linear layer, a dropout before ``tanh``, a trailing dropout, one
+whose output goes two ways) is kept where the network has it, as the mask site ``<module>.mask``:
+``z ~ Bernoulli(1 - p)`` over the units the module drops (every element of a row for
+``nn.Dropout``, whole channels for ``Dropout1d/2d/3d``), applied as ``x · z / (1 - p)``. One mask
+per function draw, shared by the rows of a batch, as a draw of the network is one function; its
+input must hold the batch on dim 0. Its guide is its prior
 (:class:`~pyro_dropout.guides.DropoutGuide` samples a site marked ``module_dropout`` from the
-model's distribution), so its KL is 0: the predictive is exactly that of the module's dropout.
+model's distribution), so its KL is 0: each point's predictive is that of the module's dropout.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pyro.nn import PyroModule, PyroSample
 
 from ..functional import strip_plate_slots
 from .fold import current_fold
-from .loop import current_draw
+from .loop import batch_rows, current_draw
 
 __all__ = ["ModuleDropout"]
 
@@ -55,7 +56,23 @@ class ModuleDropout(PyroModule):
             )
         return (row[0],) + (1,) * (len(row) - 1)
 
+    def _check_batch_first(self, x: torch.Tensor) -> None:
+        """A mask shared by a draw's rows is one per row of dim 0: refuse an input whose dim 0 is
+        not the batch (a time-first ``[T, N, ...]`` layout), whose mask would be shared over time."""
+        rows, fold = batch_rows(), current_fold()
+        batches = {rows} if rows is not None else set()
+        if fold is not None:
+            batches |= {fold.rows, fold.rows * fold.size}
+        if batches and (x.dim() == 0 or x.shape[0] not in batches):
+            raise ValueError(
+                f"from_module(masks='shared'): the dropout '{self.origin}' sees an input of shape "
+                f"{tuple(x.shape)} whose dim 0 is not the batch of {rows} rows (a time-first layout); "
+                "a mask shared by the rows of a draw would then be shared over time steps, which the "
+                "network's dropout is not: convert with masks='own' (the default)"
+            )
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self._check_batch_first(x)
         fold = current_fold()
         self.unit_shape, self.unit_device = self._units(x.shape[1:]), x.device
         core = len(self.unit_shape)

@@ -140,11 +140,29 @@ def _once(fold: Fold | None, x: torch.Tensor, layer: Any, core: int) -> bool:
     return not _varies(layer.declared_weight(), core) and not _varies(layer.declared_bias(), 1)
 
 
+def _refuse_shared_positions(layer: Linear, x: torch.Tensor) -> None:
+    """With ``masks="shared"``: a network's dropout that became this layer's weight mask masks one
+    input unit for all the positions of a row (``[N, T, in]``: tokens, time steps, pixels), where
+    the network's own dropout masks every element: refuse it, naming the layer."""
+    if not layer.dropout or layer.network_masks or x.dim() <= 2:  # the batch (draws folded in), units
+        return
+    if input_mask_for(layer.declared_weight()) is not None:  # masked per example (and position)
+        return
+    raise ValueError(
+        f"from_module(masks='shared'): the dropout before the layer '{layer._pyro_name}' masks its "
+        f"inputs, which are [N, positions..., {x.shape[-1]}] (shape {tuple(x.shape)}: tokens, time "
+        "steps or pixels); one mask per input unit shared by a draw would be shared over the positions "
+        "too, where the network's own dropout masks every element: convert with masks='own' (the "
+        "default)"
+    )
+
+
 class FoldedLinear(Linear):
     """The library's ``Linear`` inside a converted network: takes the folded batch."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         fold = current_fold()
+        _refuse_shared_positions(self, x)
         if fold is None or _once(fold, x, self, 2):
             return super().forward(x)
         xs = fold.unfold(x, "a converted Linear")  # [*D, N, *mid, in]

@@ -4,7 +4,11 @@ r"""The likelihood of a converted network's outputs ``f`` ``[*draws, N, outputs]
 * ``"heteroscedastic"``: two outputs, a mean and a log-variance (the convention of
   :class:`~pyro_dropout.nn.MLP` and of Kendall & Gal 2017),
   :math:`y \sim \mathcal N(f_0(x), \exp f_1(x))`.
-* ``"categorical"``: two or more outputs, the logits of the classes.
+* ``"categorical"``: two or more outputs, the logits of the classes: ``[N, C]``, or ``[N, *positions,
+  C]`` (a class per token or time step, the classes last), observed as ``y`` ``[N, *positions]``.
+* ``"segmentation"``: logits ``[N, C, *space]`` (a class per pixel, the classes on dim 1, as
+  torchvision's segmentation networks give them), observed as ``y`` ``[N, *space]``; recorded as
+  ``"logits"`` with the classes last, ``[N, *space, C]``.
 * a callable ``f -> distribution``: anything else (a log-sd head:
   ``lambda f: dist.Normal(f[..., 0], f[..., 1].exp())``); the distribution's batch shape must end
   with the ``N`` points (the data plate).
@@ -24,12 +28,14 @@ import torch
 
 __all__ = ["LIKELIHOODS", "check_likelihood", "check_outputs", "check_targets", "observe"]
 
-LIKELIHOODS = ("normal", "heteroscedastic", "categorical")
+LIKELIHOODS = ("normal", "heteroscedastic", "categorical", "segmentation")
 _OUTPUTS = {
     "normal": "exactly 1",
     "heteroscedastic": "exactly 2 (mean, log-variance)",
     "categorical": "2 or more",
+    "segmentation": "2 or more classes on dim 1",
 }
+_CLASSES = ("categorical", "segmentation")
 
 
 def check_likelihood(likelihood: Any) -> None:
@@ -45,7 +51,9 @@ def check_outputs(likelihood: Any, outputs: int, where: str) -> None:
     """Refuse a network whose number of outputs does not fit its likelihood."""
     if callable(likelihood):
         return
-    fits = {"normal": outputs == 1, "heteroscedastic": outputs == 2, "categorical": outputs >= 2}[likelihood]
+    fits = (
+        outputs >= 2 if likelihood in _CLASSES else outputs == {"normal": 1, "heteroscedastic": 2}[likelihood]
+    )
     if not fits:
         hint = " (a mean and a log-variance: likelihood='heteroscedastic')" if outputs == 2 else ""
         raise ValueError(
@@ -55,8 +63,9 @@ def check_outputs(likelihood: Any, outputs: int, where: str) -> None:
 
 
 def check_targets(likelihood: Any, y: torch.Tensor | None, n: int) -> None:
-    """A clear error for targets shaped unlike the likelihood's points."""
-    if y is None or callable(likelihood):
+    """A clear error for targets shaped unlike the likelihood's points (the classes of positions
+    are checked against the outputs, in :func:`observe`)."""
+    if y is None or callable(likelihood) or (likelihood in _CLASSES and y.dim() > 1 and len(y) == n):
         return
     if y.dim() == 2 and y.shape == (n, 1):
         raise ValueError(
@@ -74,10 +83,13 @@ def observe(
     if callable(likelihood):
         pyro.deterministic("output", f, event_dim=event_dim)
         return pyro.sample("obs", likelihood(f), obs=y)
-    if event_dim != 1:
+    if likelihood in _CLASSES and event_dim >= 2:
+        return _observe_positions(likelihood, f, y, event_dim)
+    if event_dim != 1 or likelihood == "segmentation":
         raise ValueError(
             f"from_module: the network returned rows of shape {tuple(f.shape[f.dim() - event_dim :])}; "
-            f"the {likelihood} likelihood expects [N, outputs]"
+            f"the {likelihood} likelihood expects "
+            + ("[N, classes, *space]" if likelihood == "segmentation" else "[N, outputs]")
             + ("; one point given without its batch dimension? pass x.unsqueeze(0)" if event_dim == 0 else "")
         )
     check_outputs(likelihood, f.shape[-1], "the network")
@@ -89,3 +101,19 @@ def observe(
         log_var = pyro.deterministic("log_var", f[..., 1], event_dim=0)
         return pyro.sample("obs", dist.Normal(mean, torch.exp(0.5 * log_var)), obs=y)
     return pyro.sample("obs", dist.Normal(mean, tau**-0.5), obs=y)
+
+
+def _observe_positions(
+    likelihood: str, f: torch.Tensor, y: torch.Tensor | None, event_dim: int
+) -> torch.Tensor:
+    """A class at every position of a row: tokens ``[N, T, C]`` or pixels ``[N, C, *space]``."""
+    logits = f.movedim(-event_dim, -1) if likelihood == "segmentation" else f
+    check_outputs(likelihood, logits.shape[-1], "the network")
+    positions = tuple(logits.shape[logits.dim() - event_dim : -1])
+    if y is not None and tuple(y.shape[1:]) != positions:
+        raise ValueError(
+            f"y has shape {tuple(y.shape)}; the network gives a class at each of {positions} positions per "
+            f"row, so the {likelihood} likelihood expects ({y.shape[0]}, {', '.join(map(str, positions))})"
+        )
+    logits = pyro.deterministic("logits", logits, event_dim=event_dim)
+    return pyro.sample("obs", dist.Categorical(logits=logits).to_event(event_dim - 1), obs=y)

@@ -17,7 +17,7 @@ import torch
 
 from ..functional import strip_plate_slots
 
-__all__ = ["Draw", "current_draw", "one_draw"]
+__all__ = ["Draw", "batch_rows", "current_draw", "current_rows", "one_draw"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,23 @@ _DRAW: contextvars.ContextVar[Draw | None] = contextvars.ContextVar("pyro_dropou
 
 def current_draw() -> Draw | None:
     return _DRAW.get()
+
+
+_ROWS: contextvars.ContextVar[int | None] = contextvars.ContextVar("pyro_dropout_rows", default=None)
+
+
+def batch_rows() -> int | None:
+    """The rows ``N`` of the batch the running converted model was given."""
+    return _ROWS.get()
+
+
+@contextmanager
+def current_rows(rows: int) -> Iterator[None]:
+    token = _ROWS.set(rows)
+    try:
+        yield
+    finally:
+        _ROWS.reset(token)
 
 
 def _select(value: torch.Tensor, core: int, draw: Draw) -> torch.Tensor:

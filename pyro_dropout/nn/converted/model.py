@@ -1,58 +1,39 @@
 r"""``ConvertedModel``: a converted network and its likelihood, run on the draws the way the
 network's forward was written.
 
-Without draws (one set of weights) the forward runs as written. Under ``S`` draws it runs on the
-draws folded into the batch (:mod:`~pyro_dropout.nn.converted.fold`). Before a folded result is
-trusted, once per input shape, the model checks it: with the same two draws, one folded pass and
-two passes of one draw each (:mod:`~pyro_dropout.nn.converted.loop`) on the first rows must agree.
-Where they do not (a forward that mixes the rows of a batch, or moves the batch axis) the draws
-run one at a time from then on, with a warning that names the output and the difference.
+With ``masks="own"`` the draws are the network's own MC dropout (:mod:`.own`). With
+``masks="shared"``, without draws (one set of weights) the forward runs as written; under ``S``
+draws it runs on the draws folded into the batch (:mod:`~pyro_dropout.nn.converted.fold`). Before a
+folded result is trusted, once per input shape, the model checks it: with the same two draws, one
+folded pass and two passes of one draw each (:mod:`~pyro_dropout.nn.converted.loop`) on the first
+rows must agree. Where they do not (a forward that mixes the rows of a batch, or moves the batch
+axis) the draws run one at a time from then on, with a warning that names the output and the
+difference. A shared mask is never drawn where the network draws its own: a dropout call left in
+the forward (inside a module torch.fx does not enter) is refused when it runs.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import warnings
 from typing import Any
 
 import pyro
 import torch
-import torch.nn.functional as F
 from pyro.nn import PyroModule
-from torch.overrides import TorchFunctionMode
 
 from ..functional import strip_plate_slots
 from ..layers import BayesianLayer
 from ..masking import per_example_active
+from .dropout_calls import RefuseDropout
 from .fold import Fold, FoldError, folding
 from .likelihoods import check_targets, observe
-from .loop import Draw, one_draw
+from .loop import Draw, current_rows, one_draw
+from .own import evaluating, network_output, own_pass
 
 __all__ = ["ConvertedModel", "refuse_several_inputs"]
 
 _CHECK_ROWS = 3  # rows of the self-check (x 2 draws)
-_DROPOUTS = {F.dropout, F.dropout1d, F.dropout2d, F.dropout3d, torch.dropout, F.alpha_dropout}
-
-
-class _NoFunctionalDropout(TorchFunctionMode):
-    """Refuse a functional dropout in a forward that torch.fx could not trace (it was not placed)."""
-
-    def __init__(self, network: str) -> None:
-        super().__init__()
-        self.network = network
-
-    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
-        kwargs = kwargs or {}
-        p = kwargs.get("p", args[1] if len(args) > 1 else 0.5)
-        if func in _DROPOUTS and isinstance(p, int | float) and p > 0:
-            raise ValueError(
-                f"from_module: the forward of {self.network} calls "
-                f"{getattr(func, '__name__', func)}(p={p}), which "
-                "could not be converted because torch.fx cannot trace that "
-                "forward: use an nn.Dropout module there"
-            )
-        return func(*args, **kwargs)
 
 
 def refuse_several_inputs(x: Any, where: str, wanted: str) -> None:
@@ -76,6 +57,7 @@ class ConvertedModel(PyroModule):
     a time always, ``None`` (the default) decides by the self-check."""
 
     checks_its_batching = True  # prediction's own self-check is not needed (pyro_dropout.prediction.batching)
+    traced_chunks = False  # prediction runs its chunks eagerly: no TorchScript trace of a network's forward
 
     def __init__(
         self,
@@ -89,8 +71,17 @@ class ConvertedModel(PyroModule):
         self.net, self.likelihood, self.tau = net, likelihood, tau
         self.rates, self.mask_sites = rates, mask_sites
         self.per_draw: bool | None = None
-        self.untraced = False  # torch.fx could not trace the forward: a functional dropout is refused
-        self.verdicts: dict[tuple, str] = {}  # input signature -> "fold" or "loop"
+        self.masks = "own"  # how the dropouts draw their masks (from_module's masks=)
+        self.untraced = False  # torch.fx could not trace the forward
+        self.verdicts: dict[tuple, str] = {}  # input signature -> "fold", "eager" or "loop"
+        self.row_verdicts: dict[tuple, bool] = {}  # masks="own": whether draws may share a pass
+
+    def train(self, mode: bool = True) -> ConvertedModel:
+        """The model's own flag only: the network keeps the modes MC dropout runs it in (its dropout
+        on, batch norm on its running statistics), as ``model.eval()`` (Lightning's validation)
+        would otherwise switch its dropout off and make every draw the same function."""
+        self.training = mode
+        return self
 
     # --- the weights -------------------------------------------------------------------------
     def _sample_weights(self) -> dict[str, int]:
@@ -121,7 +112,7 @@ class ConvertedModel(PyroModule):
         (the layers before it run once), or, ``eager``, at the input."""
         fold = Fold(draws, x.shape[0])
         with folding(fold):
-            out = self.net(fold.repeat(x) if eager else x)
+            out = network_output(self.net(fold.repeat(x) if eager else x))
         rows = (fold.rows, fold.size * fold.rows)
         if not isinstance(out, torch.Tensor) or out.dim() == 0 or out.shape[0] not in rows:
             got = f"{type(out).__name__} {tuple(getattr(out, 'shape', ()))}"
@@ -131,7 +122,7 @@ class ConvertedModel(PyroModule):
     def _looped(
         self, x: torch.Tensor, draws: torch.Size, sites: dict[str, int], count: int | None = None
     ) -> torch.Tensor:
-        if per_example_active():
+        if per_example_active() and self.masks == "shared":
             raise ValueError(
                 "from_module: this network's draws run one at a time (its forward mixes the rows of a "
                 "batch, or per_draw=True), and per-example masks need them folded: train it with "
@@ -139,26 +130,32 @@ class ConvertedModel(PyroModule):
             )
         outs = []
         for index in range(math.prod(draws) if count is None else count):
-            with one_draw(self._pyro_context.cache, sites, Draw(index, draws)):
-                outs.append(self.net(x))
+            with one_draw(self._pyro_context.cache, sites, Draw(index, draws)), current_rows(x.shape[0]):
+                outs.append(network_output(self.net(x)))
+        if not all(isinstance(o, torch.Tensor) for o in outs):
+            return outs[0]
         out = torch.stack(outs)
         return out if count is not None else out.reshape(*draws, *out.shape[1:])
 
     def _verdict(self, x: torch.Tensor, draws: torch.Size, sites: dict[str, int]) -> str:
-        """``"fold"`` or ``"loop"`` for inputs like ``x``: the self-check, once per input shape."""
+        """``"fold"``, ``"eager"`` or ``"loop"`` for inputs like ``x``: the self-check, once per input
+        shape (with ``masks="own"``, with the network's dropout off, and the fold made at the input:
+        a dropout before the first Bayesian layer draws for every draw's rows)."""
         if self.per_draw:
             return "loop"
+        own = self.masks == "own"
         key = (tuple(x.shape[1:]), x.dtype)
-        if key in self.verdicts or math.prod(draws) < 2 or per_example_active():
-            return self.verdicts.get(key, "fold")
-        rows = x[:_CHECK_ROWS]
-        with torch.no_grad():
+        if own and math.prod(draws) < 2:
+            return "loop"  # one draw: its one pass, exactly
+        if key in self.verdicts or math.prod(draws) < 2 or (per_example_active() and not own):
+            return self.verdicts.get(key, "eager" if own else "fold")
+        rows, why = x[:_CHECK_ROWS], ""
+        with torch.no_grad(), evaluating(self.net, off=own):
             looped = self._looped(rows, draws, sites, count=2)
-            for mode in ("fold", "eager"):
+            for mode in ("eager",) if own else ("fold", "eager"):
                 try:
-                    folded = self._folded(rows, draws, eager=mode == "eager").reshape(math.prod(draws), -1)[
-                        :2
-                    ]
+                    folded = self._folded(rows, draws, eager=mode == "eager")
+                    folded = folded.reshape(math.prod(draws), -1)[:2]
                 except Exception as e:  # the forward cannot take the folded batch: the next way
                     why = f"the batched pass failed ({type(e).__name__}: {e})"
                     continue
@@ -177,9 +174,17 @@ class ConvertedModel(PyroModule):
                 f"pass per draw: {why}. Its forward treats the rows of a batch together (batch statistics, "
                 f"a reduction over dim 0, a moved batch axis); its draws run one at a time from now on "
                 f"(exact, slower)",
-                stacklevel=4,
+                stacklevel=5,
             )
         return verdict
+
+    def folded_draws(self, x: torch.Tensor, draws: torch.Size, sites: dict[str, int]) -> torch.Tensor:
+        """The draws of weights that differ between draws, folded into the batch where the
+        self-check allows it, else one at a time."""
+        verdict = self._verdict(x, draws, sites)
+        if verdict == "loop":
+            return self._looped(x, draws, sites)
+        return self._folded(x, draws, eager=verdict == "eager")
 
     # --- the model ---------------------------------------------------------------------------
     def _check_input(self, x: torch.Tensor) -> None:
@@ -195,6 +200,16 @@ class ConvertedModel(PyroModule):
                 f"(or convert the network with .to({x.dtype}) before from_module)"
             )
 
+    def _outputs(self, x: torch.Tensor, draws: torch.Size, sites: dict[str, int]) -> Any:
+        """The network's outputs under the draws ``draws``: ``[*draws, N, ...]``."""
+        if self.masks == "own":
+            return own_pass(self, x, draws, sites)
+        with RefuseDropout(type(self.net).__name__):
+            if not draws:
+                with current_rows(x.shape[0]):
+                    return network_output(self.net(x))
+            return self.folded_draws(x, draws, sites)
+
     def forward(
         self, x: torch.Tensor, y: torch.Tensor | None = None, num_data: int | None = None
     ) -> torch.Tensor:
@@ -208,18 +223,13 @@ class ConvertedModel(PyroModule):
             )
         sites = self._sample_weights()
         draws = self._draws(sites)
-        with _NoFunctionalDropout(type(self.net).__name__) if self.untraced else contextlib.nullcontext():
-            if not draws:
-                f = self.net(x)
-            elif (verdict := self._verdict(x, draws, sites)) != "loop":
-                f = self._folded(x, draws, eager=verdict == "eager")
-            else:
-                f = self._looped(x, draws, sites)
+        f = self._outputs(x, draws, sites)
         if not isinstance(f, torch.Tensor):
             raise TypeError(
-                f"from_module: the network's forward returned a {type(f).__name__}, not a tensor; the "
-                "likelihood needs its outputs as one tensor [N, outputs]: wrap the network in a module "
-                "whose forward returns that tensor (for an nn.LSTM, say, its last step's output)"
+                f"from_module: the network's forward returned a {type(f).__name__}, not a tensor (nor a "
+                "model output with .logits); the likelihood needs its outputs as one tensor [N, outputs]: "
+                "wrap the network in a module whose forward returns that tensor (for an nn.LSTM, say, "
+                "its last step's output)"
             )
         check_targets(self.likelihood, y, n)
         event = f.dim() - len(draws) - 1

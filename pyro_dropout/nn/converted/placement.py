@@ -5,8 +5,10 @@ of that layer's input units: an element dropout (``nn.Dropout``, ``F.dropout``) 
 reaches an ``nn.Linear`` through ReLUs and flattens only, or a channel dropout
 (``nn.Dropout1d/2d/3d``) whose output reaches a convolution with ``groups=1`` through ReLUs and
 pooling only (each multiplies a unit by ``z / (1 - p) >= 0``, so it commutes with them); the
-output goes nowhere else, and the layer runs once. Every other dropout stays where it is, as a
-mask site (:class:`~pyro_dropout.nn.converted.dropout_sites.ModuleDropout`).
+output goes nowhere else, the dropout module and the layer each run once. With ``masks="own"``
+this gives the layer's weight the KL of that rate (the module itself still draws the masks);
+with ``masks="shared"`` the dropout becomes the layer's family, and every other dropout stays where
+it is, as a mask site (:class:`~pyro_dropout.nn.converted.dropout_sites.ModuleDropout`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,17 @@ import torch
 import torch.nn.functional as F
 from torch import fx, nn
 
-__all__ = ["CHANNEL_DROPOUTS", "ELEMENT_DROPOUTS", "Placement", "dropout_of", "place_dropouts"]
+from .dropout_sites import ModuleDropout
+from .rules import refuse_reused_dropouts
+
+__all__ = [
+    "CHANNEL_DROPOUTS",
+    "ELEMENT_DROPOUTS",
+    "Placement",
+    "dropout_of",
+    "place_dropouts",
+    "share_dropouts",
+]
 
 ELEMENT_DROPOUTS = (nn.Dropout,)
 CHANNEL_DROPOUTS = (nn.Dropout1d, nn.Dropout2d, nn.Dropout3d)
@@ -117,6 +129,12 @@ def _target(
     return isinstance(module, nn.Linear)
 
 
+def _called_again(node: fx.Node, calls: dict[str, int]) -> bool:
+    """A dropout module called more than once: each call draws its own masks, so no call is the
+    mask of one layer's weight (the module stays where it is)."""
+    return node.op == "call_module" and calls.get(str(node.target), 0) > 1
+
+
 def place_dropouts(gm: fx.GraphModule, convertible: set[str]) -> Placement:
     """Decide, for every dropout of ``gm``'s graph, whether it becomes the rate of a convertible
     layer (named in ``convertible``) or stays a mask site."""
@@ -131,12 +149,12 @@ def place_dropouts(gm: fx.GraphModule, convertible: set[str]) -> Placement:
             continue
         p, channels = found
         chain, keep, cur = [node], 1.0 - p, node
-        while len(cur.users) == 1:
+        while len(cur.users) == 1 and not _called_again(node, calls):
             user = next(iter(cur.users))
             if not user.args or user.args[0] is not cur:
                 break
             nxt = dropout_of(gm, user)
-            if nxt is not None and nxt[1] == channels:
+            if nxt is not None and nxt[1] == channels and not _called_again(user, calls):
                 chain.append(user)
                 keep *= 1.0 - nxt[0]
             elif _target(gm, user, channels, convertible, calls):
@@ -153,3 +171,40 @@ def place_dropouts(gm: fx.GraphModule, convertible: set[str]) -> Placement:
                 if rate > 0:
                     placement.sites[member] = (rate, kind)
     return placement
+
+
+def _edit_graph(gm: fx.GraphModule, placement: Placement) -> tuple[bool, list[str]]:
+    """Remove the functional dropouts that became a layer's rate and make the others mask sites;
+    ``(whether the graph changed, the mask sites added)``."""
+    sites, count, edited = [], 0, False
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or dropout_of(gm, node) is None:
+            continue
+        if node in placement.sites:
+            p, channels = placement.sites[node]
+            name = f"dropout{count}"
+            count += 1
+            gm.add_submodule(name, ModuleDropout(p, channels, f"{node.name} in the forward"))
+            with gm.graph.inserting_after(node):
+                new = gm.graph.call_module(name, (node.args[0],))
+            node.replace_all_uses_with(new)
+            sites.append(name)
+        else:
+            node.replace_all_uses_with(node.args[0])
+        gm.graph.erase_node(node)
+        edited = True
+    gm.recompile()
+    return edited, sites
+
+
+def share_dropouts(
+    net: nn.Module, gm: fx.GraphModule | None, placement: Placement
+) -> tuple[nn.Module, list[str], set[str]]:
+    """With ``masks="shared"``: the forward with its functional dropouts placed or made mask sites
+    (the traced graph, where it changed), those mask sites, and the dropout modules placed."""
+    if gm is None:
+        return net, [], set()
+    refuse_reused_dropouts(gm)
+    placed = {str(n.target) for n in placement.placed if n.op == "call_module"}
+    edited, mask_sites = _edit_graph(gm, placement)
+    return gm if edited else net, mask_sites, placed

@@ -3,19 +3,23 @@ r"""What each module of a network becomes when it is converted, and what is refu
 * ``nn.Linear`` and ``nn.Conv1d/2d/3d``: the library's layer (weight and bias sample sites,
   :class:`~pyro_dropout.nn.converted.fold.FoldedLinear`...), the trained values as the guide's
   starting means, the module's forward hooks kept.
-* ``nn.LSTM`` and ``nn.GRU``: the library's recurrent layer; its inter-layer ``dropout`` masks the
-  input units of layers 2 and up, one mask per sequence, tied over time (torch draws a new one at
-  every step; paper 004 ties them).
+* ``nn.LSTM`` and ``nn.GRU``: the library's recurrent layer. Its inter-layer ``dropout`` is
+  torch's with ``masks="own"``: a new mask for every element of layer k's outputs at every step
+  before layer k + 1. With ``masks="shared"`` it masks the input units of layers 2 and up, one
+  mask per draw, tied over time (the variational RNN of paper 004, not the network's own).
 * Refused, naming the module: a subclass of a weight layer with a forward of its own, a weight
   shared by two layers, a weight used outside its module (``F.linear(x, self.a.weight)``), a
-  ``padding_mode`` other than zeros, a bidirectional or projected LSTM, ``nn.RNN`` with dropout, and
-  ``nn.MultiheadAttention`` with dropout, and a weight computed by ``weight_norm`` or
-  ``spectral_norm`` (a sample site is the weight itself). ``keep=[name]`` keeps such a module
-  deterministic (its trained values, fixed), which is exact.
+  ``padding_mode`` other than zeros, a bidirectional or projected LSTM, ``nn.RNN`` with dropout,
+  a weight computed by ``weight_norm`` or ``spectral_norm`` (a sample site is the weight itself),
+  and, with ``masks="shared"``, ``nn.MultiheadAttention`` with dropout and a dropout module called
+  more than once. ``keep=[name]`` keeps a module deterministic (its trained values, fixed), which
+  is exact.
 """
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -23,11 +27,21 @@ from torch import fx, nn
 
 from .fold import FoldedConv1d, FoldedConv2d, FoldedConv3d, FoldedGRU, FoldedLinear, FoldedLSTM
 
-__all__ = ["WEIGHTED", "bayesian", "check_convertible", "check_hook_norms", "functional_uses", "kept_inside"]
+__all__ = [
+    "WEIGHTED",
+    "bayesian",
+    "check_convertible",
+    "check_hook_norms",
+    "functional_uses",
+    "keep_parameters_visible",
+    "kept_inside",
+    "refuse_reused_dropouts",
+]
 
 WEIGHTED = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.LSTM, nn.GRU)
 _CONVS = {nn.Conv1d: FoldedConv1d, nn.Conv2d: FoldedConv2d, nn.Conv3d: FoldedConv3d}
 _BASE_FORWARD = {kind: kind.forward for kind in WEIGHTED}
+_DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d)
 
 
 def kept_inside(net: nn.Module) -> set[str]:
@@ -40,17 +54,16 @@ def kept_inside(net: nn.Module) -> set[str]:
     return inside
 
 
-def check_convertible(net: nn.Module, convertible: set[str]) -> None:
+def check_convertible(net: nn.Module, convertible: set[str], masks: str = "own") -> None:
     """Refuse, naming it, a module that cannot be converted exactly (see the module's docs)."""
     owners: dict[int, str] = {}
     for name, module in net.named_modules():
-        if isinstance(module, nn.MultiheadAttention) and module.dropout > 0:
+        if masks == "shared" and isinstance(module, nn.MultiheadAttention) and module.dropout > 0:
             raise ValueError(
-                f"from_module: '{name}' (nn.MultiheadAttention) drops "
-                f"attention weights (dropout={module.dropout}); "
-                "that dropout is inside F.multi_head_attention_forward and "
-                "has no weight family here: set it to 0 "
-                "(the block's other dropouts are kept)"
+                f"from_module(masks='shared'): '{name}' (nn.MultiheadAttention) drops attention "
+                f"weights (dropout={module.dropout}) inside F.multi_head_attention_forward, a new mask "
+                "for every row, which a mask shared by the rows of a draw cannot be: convert with "
+                "masks='own' (the default), which keeps that dropout as the module draws it"
             )
         if isinstance(module, nn.RNN) and not isinstance(module, nn.LSTM | nn.GRU) and module.dropout > 0:
             raise ValueError(
@@ -142,6 +155,57 @@ def functional_uses(gm: fx.GraphModule, convertible: set[str]) -> None:
                 )
 
 
+def refuse_reused_dropouts(gm: fx.GraphModule) -> None:
+    """With ``masks="shared"``: refuse a dropout module called more than once in the forward (each
+    call draws its own masks; one mask site per module would share them, or drop one call)."""
+    calls: dict[str, int] = {}
+    for node in gm.graph.nodes:
+        if node.op == "call_module" and isinstance(gm.get_submodule(str(node.target)), _DROPOUTS):
+            calls[str(node.target)] = calls.get(str(node.target), 0) + 1
+    reused = {name: count for name, count in calls.items() if count > 1}
+    if reused:
+        name, count = next(iter(reused.items()))
+        raise ValueError(
+            f"from_module(masks='shared'): the dropout '{name}' is called {count} times in the forward; "
+            "each call draws masks of its own, which one mask site per module cannot give: convert "
+            "with masks='own' (the default), or use a dropout module per call"
+        )
+
+
+class _VisibleParameters:
+    """``module.parameters()`` of a converted network: the trained tensors, now fixed buffers or
+    a Bayesian layer's starting means, in the order the module's parameters had. User code such as
+    ``weight = next(self.parameters())`` (to make a hidden state of the right dtype and device)
+    runs as written."""
+
+    def __init__(self, module: nn.Module) -> None:
+        self.module = weakref.ref(module)
+
+    def __call__(self, recurse: bool = True) -> Iterator[torch.Tensor]:
+        module = self.module()
+        if module is None:
+            return
+        for part in module.modules() if recurse else (module,):
+            yield from (t for t in part._parameters.values() if t is not None)
+            for name in (*getattr(part, "frozen_parameters", ()), "start_weight", "start_bias"):
+                value = part._buffers.get(name)
+                if value is not None:
+                    yield value
+
+    def __deepcopy__(self, memo: dict) -> _VisibleParameters:
+        module = self.module()
+        return _VisibleParameters(memo.get(id(module), module))  # type: ignore[arg-type]
+
+    def __reduce__(self) -> tuple:
+        return (_VisibleParameters, (self.module(),))
+
+
+def keep_parameters_visible(net: nn.Module) -> None:
+    """Give every module of a converted network :class:`_VisibleParameters` as its ``parameters``."""
+    for module in net.modules():
+        object.__setattr__(module, "parameters", _VisibleParameters(module))
+
+
 def _start(new: nn.Module, weight: torch.Tensor, bias: torch.Tensor | None) -> None:
     new.register_buffer("start_weight", weight.detach().clone())  # the trained values: the start
     if bias is not None:
@@ -155,7 +219,7 @@ def _copy_hooks(old: nn.Module, new: nn.Module) -> None:
     new._forward_hooks_always_called.update(old._forward_hooks_always_called)
 
 
-def _recurrent(layer: nn.LSTM | nn.GRU, length_scale: float) -> nn.Module:
+def _recurrent(layer: nn.LSTM | nn.GRU, length_scale: float, network: bool) -> nn.Module:
     kind = FoldedLSTM if isinstance(layer, nn.LSTM) else FoldedGRU
     new = kind(
         layer.input_size,
@@ -174,15 +238,18 @@ def _recurrent(layer: nn.LSTM | nn.GRU, length_scale: float) -> nn.Module:
         lstm = isinstance(layer, nn.LSTM)  # the library's LSTM has one bias per gate: b_ih + b_hh
         _start(cell.ih, w_ih, None if b_ih is None else (b_ih + b_hh if lstm else b_ih))
         _start(cell.hh, w_hh, None if lstm else b_hh)
-        cell.ih.dropout = float(layer.dropout) if k > 0 else 0.0  # inter-layer dropout, tied over time
+        cell.ih.dropout = float(layer.dropout) if k > 0 else 0.0  # inter-layer dropout
         cell.hh.dropout = 0.0
+        cell.ih.network_masks = cell.hh.network_masks = network
+    new.step_dropout = float(layer.dropout) if network else 0.0  # torch's: a mask per step; else tied
     return new
 
 
-def bayesian(layer: Any, rate: float, length_scale: float) -> nn.Module:
-    """The Bayesian layer for a trained ``layer`` (its values as the starting means)."""
+def bayesian(layer: Any, rate: float, length_scale: float, network: bool = False) -> nn.Module:
+    """The Bayesian layer for a trained ``layer`` (its values as the starting means); ``network``:
+    the network's own dropout draws its masks (``masks="own"``)."""
     if isinstance(layer, nn.LSTM | nn.GRU):
-        new: Any = _recurrent(layer, length_scale)
+        new: Any = _recurrent(layer, length_scale, network)
     elif isinstance(layer, nn.Linear):
         new = FoldedLinear(
             layer.in_features,
@@ -204,6 +271,7 @@ def bayesian(layer: Any, rate: float, length_scale: float) -> nn.Module:
             dropout=rate,
         )
         _start(new, layer.weight, layer.bias)
+    new.network_masks = network
     _copy_hooks(layer, new)
     dtype = next((t.dtype for t in layer.parameters()), None) or next(
         (t.dtype for t in layer.buffers()), torch.get_default_dtype()

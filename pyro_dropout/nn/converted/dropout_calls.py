@@ -1,0 +1,80 @@
+r"""The dropout calls of a network's forward, seen as they run: every function that draws a dropout
+mask (``F.dropout`` and its channel and alpha forms, ``torch.dropout``, and the attention dropout
+of ``F.scaled_dot_product_attention``, which ``nn.MultiheadAttention`` and Hugging Face models
+call), and two modes that act on them: one that switches them off (the pass of the expected
+weights) and one that refuses them (a shared mask must never be drawn where the network draws its
+own)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
+
+__all__ = ["NoDropout", "RefuseDropout", "drop_rate"]
+
+_DROPOUTS = {
+    F.dropout,
+    F.dropout1d,
+    F.dropout2d,
+    F.dropout3d,
+    F.alpha_dropout,
+    F.feature_alpha_dropout,
+    torch.dropout,
+    torch.alpha_dropout,
+    torch.feature_alpha_dropout,
+}
+
+
+def drop_rate(func: Any, args: tuple, kwargs: dict) -> float:
+    """The drop rate of a call that drops something (0 for any other call, or a dropout that does
+    not drop: ``p = 0``, ``training=False``)."""
+    if func is F.scaled_dot_product_attention:
+        p = kwargs.get("dropout_p", args[4] if len(args) > 4 else 0.0)
+        return float(p) if isinstance(p, int | float) else 1.0
+    if func not in _DROPOUTS:
+        return 0.0
+    p = kwargs.get("p", args[1] if len(args) > 1 else 0.5)
+    training = kwargs.get("training", kwargs.get("train", args[2] if len(args) > 2 else True))
+    return float(p) if isinstance(p, int | float) and training is not False else 0.0
+
+
+class NoDropout(TorchFunctionMode):
+    """Within the mode, every dropout call is the identity (attention dropout: ``dropout_p=0``)."""
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        if drop_rate(func, args, kwargs) > 0:
+            if func is F.scaled_dot_product_attention:
+                if len(args) > 4:
+                    args = (*args[:4], 0.0, *args[5:])
+                else:
+                    kwargs = {**kwargs, "dropout_p": 0.0}
+            else:
+                return kwargs.get("input", args[0] if args else None)
+        return func(*args, **kwargs)
+
+
+class RefuseDropout(TorchFunctionMode):
+    """With ``masks="shared"``: refuse a dropout call the conversion did not see (inside a module
+    torch.fx does not enter, or a forward it could not trace), which would draw masks of its own
+    where a draw's masks must be shared by its rows."""
+
+    def __init__(self, network: str) -> None:
+        super().__init__()
+        self.network = network
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        p = drop_rate(func, args, kwargs)
+        if p > 0:
+            raise ValueError(
+                f"from_module(masks='shared'): the forward of {self.network} calls "
+                f"{getattr(func, '__name__', func)} with a drop rate of {p:g} where the conversion "
+                "could not see it (inside a module torch.fx does not enter, or a forward it cannot "
+                "trace), so its masks could not be shared by the rows of a draw: convert with "
+                "masks='own' (the default), which keeps every dropout as the network draws it"
+            )
+        return func(*args, **kwargs)

@@ -1,0 +1,168 @@
+r"""A converted network's draws with its own dropout (``masks="own"``): the network's MC dropout.
+
+Every dropout of the network draws its masks as the network does: a new mask for every element of
+every row at every call. A draw's weights are the guide's means (its masks are the network's), so
+every draw of a chunk has the same weights, and ``S`` draws on ``N`` points are one pass of the
+network on the ``S·N`` rows of its input repeated (draw-major), exactly as ``S`` passes of the
+network in MC dropout, and as fast as one large batch. Where the draws' weights differ (samples of
+another guide, or from MCMC), the draws are folded into the batch
+(:mod:`~pyro_dropout.nn.converted.fold`).
+
+Before the rows of several draws share a pass, once per input shape, the network is checked to
+treat the rows of a batch apart: with its dropout off, the rows of a batch of probes (the first
+rows, a repeat and, for real-valued inputs, a perturbed copy) must give what they give in passes of
+their own. A forward that mixes rows (``h - h.mean(0)``, batch statistics) fails that, is warned
+about, and runs one pass per draw from then on: the network's own MC dropout, one pass at a time.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import math
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+
+from ..functional import strip_plate_slots, unexpand
+from .dropout_calls import NoDropout
+from .loop import Draw, one_draw
+
+__all__ = ["dropout_off", "network_output", "own_pass", "same_weights"]
+
+_CHECK_ROWS = 3  # rows of the probes of the check
+_OFF: contextvars.ContextVar[bool] = contextvars.ContextVar("pyro_dropout_dropout_off", default=False)
+
+
+@contextmanager
+def dropout_off() -> Iterator[None]:
+    """Within the block a converted network runs with its dropout off (``net.eval()``): the pass of
+    the expected weights, :func:`~pyro_dropout.prediction.predict_standard`."""
+    token = _OFF.set(True)
+    try:
+        yield
+    finally:
+        _OFF.reset(token)
+
+
+@contextmanager
+def evaluating(net: torch.nn.Module, off: bool = True) -> Iterator[None]:
+    """``net`` in eval mode within the block (``off``), with every dropout call off, even one that
+    drops in eval mode (``F.dropout(h, p)``); its modules' modes put back after."""
+    if not off:
+        yield
+        return
+    modes = [(m, m.training) for m in net.modules()]
+    net.train(False)
+    try:
+        with NoDropout():
+            yield
+    finally:
+        for module, mode in modes:
+            module.training = mode
+
+
+def network_output(out: Any) -> Any:
+    """The tensor a network's output holds: itself, or the ``logits`` of a Hugging Face model
+    output (or of a dict)."""
+    if isinstance(out, torch.Tensor):
+        return out
+    logits = out.get("logits") if isinstance(out, dict) else getattr(out, "logits", None)
+    return logits if isinstance(logits, torch.Tensor) else out
+
+
+def same_weights(cache: dict[str, torch.Tensor], sites: dict[str, int]) -> bool:
+    """Whether every draw of the sampled sites has the same value (the guide's means, expanded)."""
+    for name, core in sites.items():
+        value = cache.get(name)
+        if value is not None and strip_plate_slots(unexpand(value, core), core).dim() > core:
+            return False
+    return True
+
+
+def _repeat(x: torch.Tensor, count: int) -> torch.Tensor:
+    """``count`` copies of the rows of ``x``, draw-major: ``[count·N, ...]``."""
+    return x.expand(count, *x.shape).reshape(count * x.shape[0], *x.shape[1:])
+
+
+def _probes(x: torch.Tensor) -> list[tuple[torch.Tensor, int]]:
+    """Batches whose rows a row-wise network treats apart, each with where its second part starts."""
+    rows = x[:_CHECK_ROWS]
+    probes = [(torch.cat([rows, rows[:1]]), len(rows))]
+    if rows.is_floating_point():  # a perturbed copy: rows that differ, from a generator of its own
+        generator = torch.Generator(device=rows.device).manual_seed(0)
+        noise = torch.randn(rows.shape, generator=generator, dtype=rows.dtype, device=rows.device)
+        scale = float(rows.abs().mean()) if rows.numel() else 1.0
+        probes.append((torch.cat([rows, rows + 0.05 * (scale or 1.0) * noise]), len(rows)))
+    return probes
+
+
+def rows_apart(net: torch.nn.Module, x: torch.Tensor) -> str | None:
+    """``None`` where ``net`` (its dropout off) treats the rows of a batch apart, else why not."""
+    with torch.no_grad(), evaluating(net):
+        for batch, k in _probes(x):
+            try:
+                together = network_output(net(batch))
+                apart = torch.cat([network_output(net(batch[:k])), network_output(net(batch[k:]))])
+            except Exception as e:  # the forward cannot take these batches: one pass per draw
+                return f"a batch of {len(batch)} rows failed ({type(e).__name__}: {e})"
+            if not isinstance(together, torch.Tensor) or together.shape != apart.shape:
+                return f"a batch of {len(batch)} rows gave outputs shaped unlike its rows' own"
+            gap = float((together - apart).abs().max()) if together.numel() else 0.0
+            scale = float(apart.abs().max()) if apart.numel() else 0.0
+            if not (math.isfinite(gap) and gap <= 1e-4 * max(1.0, scale)):
+                return f"its rows' outputs in one batch differ from their own passes by up to {gap:.3g}"
+    return None
+
+
+def _decide(verdicts: dict, key: tuple, net: torch.nn.Module, x: torch.Tensor) -> bool:
+    """Whether the draws may share one pass for inputs like ``x`` (checked once per input shape)."""
+    if key not in verdicts:
+        why = rows_apart(net, x)
+        verdicts[key] = why is None
+        if why is not None:
+            warnings.warn(
+                f"from_module: the network's forward does not treat the rows of a batch apart: {why}. "
+                "Its draws run one pass each from now on (the network's own MC dropout, exact, slower)",
+                stacklevel=5,
+            )
+    return bool(verdicts[key])
+
+
+def _batch_first(out: Any, rows: int, x: torch.Tensor) -> Any:
+    """``out`` (one pass's output, for input ``x``) checked to hold ``rows`` rows on dim 0."""
+    if isinstance(out, torch.Tensor) and (out.dim() == 0 or out.shape[0] != rows):
+        hint = (
+            "one point given without its batch dimension? pass x.unsqueeze(0)"
+            if x.dim() == 1
+            else "return them batch-first (a time-first network's outputs transposed, in a wrapper module)"
+        )
+        raise ValueError(
+            f"from_module: the network returned outputs of shape {tuple(out.shape)} for a batch of "
+            f"{rows} rows (x {tuple(x.shape)}); the likelihood needs the batch on dim 0 ([N, outputs]): "
+            + hint
+        )
+    return out
+
+
+def own_pass(model: Any, x: torch.Tensor, draws: torch.Size, sites: dict[str, int]) -> Any:
+    """The outputs of the draws ``draws`` at ``x`` ``[*draws, N, ...]`` (no draws: ``[N, ...]``), the
+    network's dropout drawing its own masks (off within :func:`dropout_off`)."""
+    net, cache, n = model.net, model._pyro_context.cache, x.shape[0]
+    with evaluating(net, off=_OFF.get()):
+        if not draws:
+            return _batch_first(network_output(net(x)), n, x)
+        count = math.prod(draws)
+        if count > 1 and not same_weights(cache, sites):
+            return model.folded_draws(x, draws, sites)  # weights of their own: folded into the batch
+        with one_draw(cache, sites, Draw(0, draws)):  # one set of weights for all
+            key = (tuple(x.shape[1:]), x.dtype)
+            if count > 1 and (model.per_draw or not _decide(model.row_verdicts, key, net, x)):
+                outs = [_batch_first(network_output(net(x)), n, x) for _ in range(count)]
+                if not all(isinstance(o, torch.Tensor) for o in outs):
+                    return outs[0]
+                return torch.stack(outs).reshape(*draws, n, *outs[0].shape[1:])
+            out = _batch_first(network_output(net(_repeat(x, count))), count * n, x)
+        return out.reshape(*draws, n, *out.shape[1:]) if isinstance(out, torch.Tensor) else out
