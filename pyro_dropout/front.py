@@ -24,40 +24,24 @@ from pyro import poutine
 from pyro.infer import SVI
 from pyro.infer.autoguide.initialization import InitMessenger
 
+from .batches import batches
 from .guides import DropoutGuide, init_to_fan_in
 from .guides.ownership import forget_on_collection
 from .infer import DropoutELBO
-from .metrics import evaluate, ood_detection
+from .metrics import aupr, auroc, evaluate, merge_reports, uncertainty_scores
 from .nn import dropout_off, from_module
-from .nn.converted.model import refuse_several_inputs
 from .prediction import Predictions, predict
 
 __all__ = ["MCDropout"]
 
 _INSTANCES = itertools.count()
+_OUTPUT_SITES = ("logits", "mean", "log_var", "output")  # a converted network's outputs (per point)
 _TASKS = {
     "classification": "categorical",
     "segmentation": "segmentation",
     "regression": "normal",
     "heteroscedastic": "heteroscedastic",
 }
-
-
-def _tensors(data: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``(x, y)`` from tensors or from a DataLoader (or any iterable) of ``(x, y)`` batches."""
-    if isinstance(data, torch.Tensor):
-        return data, None
-    refuse_several_inputs(data, "MCDropout", "give one tensor x [N, ...], or a DataLoader of (x, y) batches")
-    xs, ys = [], []
-    for batch in data:
-        if not isinstance(batch, list | tuple) or not batch or not isinstance(batch[0], torch.Tensor):
-            raise ValueError(f"MCDropout: a batch must be a tensor pair (x, y), got {type(batch).__name__}")
-        xs.append(batch[0])
-        ys.append(batch[1] if len(batch) > 1 else None)
-    if not xs:
-        raise ValueError("MCDropout: the data loader gave no batch")
-    targets = [y for y in ys if y is not None]
-    return torch.cat(xs), torch.cat(targets) if len(targets) == len(ys) else None
 
 
 class MCDropout:
@@ -118,7 +102,11 @@ class MCDropout:
         svi, history = None, []
         for _ in range(epochs):
             total, seen = 0.0, 0
-            for x, y in loader:
+            for x, y in batches(loader, "MCDropout.fit"):
+                if y is None:
+                    raise ValueError(
+                        "MCDropout.fit: the batches need targets: a DataLoader of (x, y) batches"
+                    )
                 self._ready(x, y)
                 optim = cast(Any, pyro.optim).Adam({"lr": lr})
                 svi = svi or SVI(self.model, self.guide, optim, loss or DropoutELBO())
@@ -128,25 +116,50 @@ class MCDropout:
         return history
 
     def predict(self, x: Any, num_samples: int | None = None) -> Predictions:
-        """MC-dropout draws at ``x`` (a tensor or a DataLoader): ``pred.probs["obs"]`` ``[T, N, C]``
-        (classification), ``pred.means["obs"]`` ``[T, N]`` (regression)."""
-        x, _ = _tensors(x)
-        self._ready(x)
-        return predict(self.model, self.guide, x, num_samples=self._draws(num_samples))
+        """MC-dropout draws at ``x`` (a tensor, or a DataLoader, streamed a batch at a time):
+        ``pred.probs["obs"]`` ``[T, N, C]`` (classification; ``[T, N, *positions, C]`` with a class
+        per token or pixel), ``pred.means["obs"]`` ``[T, N]`` (regression). A DataLoader's
+        predictions hold the per-point sites (the likelihood's and the network's outputs)."""
+        parts = []
+        for xb, _ in batches(x, "MCDropout.predict"):
+            self._ready(xb)
+            parts.append(predict(self.model, self.guide, xb, num_samples=self._draws(num_samples)))
+        return parts[0] if isinstance(x, torch.Tensor) else Predictions.of_points(parts, _OUTPUT_SITES)
 
     def probs(self, x: Any, num_samples: int | None = None) -> torch.Tensor:
-        """The class probabilities of each draw, ``[T, N, C]``."""
-        return self.predict(x, num_samples).probs["obs"]
+        """The class probabilities of each draw, ``[T, N, C]`` (``[T, N, *positions, C]``)."""
+        pred = self.predict(x, num_samples)
+        if "obs" not in pred.probs:
+            raise ValueError(
+                f"MCDropout.probs: the task is {self.task!r}, whose predictions have no class "
+                "probabilities: use predict(x).means['obs'] (and .variances)"
+            )
+        return pred.probs["obs"]
 
     def evaluate(self, x: Any, y: torch.Tensor | None = None, num_samples: int | None = None) -> Any:
-        """The report of :func:`~pyro_dropout.metrics.evaluate` on ``(x, y)`` or a DataLoader."""
-        x, found = _tensors(x) if y is None else (x, y)
-        if found is None:
-            raise ValueError("MCDropout.evaluate: give the targets (y) or a DataLoader of (x, y) batches")
-        self._ready(x, found)
-        return evaluate(self.model, self.guide, x, found, num_samples=self._draws(num_samples))
+        """The report of :func:`~pyro_dropout.metrics.evaluate` on ``(x, y)``, or on a DataLoader of
+        ``(x, y)`` batches, scored a batch at a time (:func:`~pyro_dropout.metrics.merge_reports`)."""
+        data = [(x, y)] if y is not None else batches(x, "MCDropout.evaluate")
+        reports, targets = [], []
+        for xb, yb in data:
+            if yb is None:
+                raise ValueError("MCDropout.evaluate: give the targets (y) or a DataLoader of (x, y) batches")
+            self._ready(xb, yb)
+            reports.append(evaluate(self.model, self.guide, xb, yb, num_samples=self._draws(num_samples)))
+            targets.append(yb)
+        return reports[0] if len(reports) == 1 else merge_reports(reports, torch.cat(targets))
 
     def ood(self, x_in: Any, x_out: Any, num_samples: int | None = None) -> dict[str, dict[str, float]]:
         """AUROC and AUPR of each uncertainty score (entropy, mutual information, variation ratio,
-        1 - max probability) at telling ``x_out`` (out of distribution) from ``x_in``."""
-        return ood_detection(self.probs(x_in, num_samples), self.probs(x_out, num_samples))
+        1 - max probability) at telling ``x_out`` (out of distribution) from ``x_in``; each a tensor
+        or a DataLoader, streamed (a point's scores are kept, not its draws). With a class per
+        position, each point's scores are its positions' mean."""
+        scores = [self._scores(x, num_samples, "MCDropout.ood") for x in (x_in, x_out)]
+        s_in, s_out = scores
+        return {k: {"auroc": auroc(s_out[k], s_in[k]), "aupr": aupr(s_out[k], s_in[k])} for k in s_in}
+
+    def _scores(self, x: Any, num_samples: int | None, where: str) -> dict[str, torch.Tensor]:
+        parts = []
+        for xb, _ in batches(x, where):
+            parts.append(uncertainty_scores(self.probs(xb, num_samples)))
+        return {k: torch.cat([p[k] for p in parts]) for k in parts[0]}

@@ -21,7 +21,7 @@ LAYERS = [
     {"prediction"},
     {"metrics", "export", "attacks", "policies", "lightning"},
     {"baselines", "datasets"},
-    {"front"},
+    {"front", "batches"},
     {"__init__"},
 ]
 

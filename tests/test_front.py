@@ -113,3 +113,28 @@ def test_two_networks_of_one_architecture_each_predict_with_their_own_weights():
 
 def _mean_weight(bnn):
     return bnn.guide.median()["net.0.weight"]
+
+
+def test_a_data_loader_streams_and_its_batches_are_read_as_they_come():
+    from torch.utils.data import DataLoader, TensorDataset
+
+    torch.manual_seed(0)
+    bnn = MCDropout(
+        nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Dropout(0.2), nn.Linear(8, 2)), num_samples=20
+    )
+    x, y = torch.randn(10, 3), torch.randint(0, 2, (10,))
+    loader = DataLoader(TensorDataset(x, y), batch_size=4)
+    pred = bnn.predict(loader)
+    assert pred.probs["obs"].shape == (20, 10, 2) and pred.samples["logits"].shape == (20, 10, 2)
+    assert "net.0.weight" not in pred.samples  # each batch drew its own weights: none kept
+    assert bnn.evaluate(loader).probs.shape == (10, 2)
+    assert set(bnn.ood(loader, (t for t in torch.randn(2, 5, 3)))) >= {"predictive_entropy"}
+    assert bnn.predict(iter([x[:4], x[4:]])).probs["obs"].shape == (20, 10, 2)  # x-only batches
+    with pytest.raises(TypeError, match=r"a batch is a dict \(keys \['x', 'y'\]\); give \(x, y\) batches"):
+        bnn.predict([{"x": x, "y": y}])
+    with pytest.raises(ValueError, match="a batch holds 3 tensors; give"):
+        bnn.evaluate([(x, y, y)])
+    with pytest.raises(ValueError, match="the data loader gave no batch"):
+        bnn.predict(iter([]))
+    with pytest.raises(ValueError, match="give the targets"):
+        bnn.evaluate(iter([x]))

@@ -36,6 +36,7 @@ from .rates import (
     warn_about_masks,
 )
 from .summaries import DropoutSummaries
+from .usage import ProductWatch, declare_input_rows
 
 __all__ = ["DropoutGuide", "DropoutSpec"]
 
@@ -202,8 +203,10 @@ class DropoutGuide(DropoutSummaries, AutoGuide):
         return _Role(False, fn.event_dim, frames=frames)
 
     def _setup_prototype(self, *args: Any, **kwargs: Any) -> None:
-        super()._setup_prototype(*args, **kwargs)
+        with ProductWatch() as watch:  # which dim of each weight its products sum over
+            super()._setup_prototype(*args, **kwargs)
         assert self.prototype_trace is not None
+        declare_input_rows(self.prototype_trace, watch.contracted)
         self.locs = PyroModule()
         self.rates = PyroModule()
         self._roles = {}

@@ -15,6 +15,7 @@ from .classification import (
 )
 from .conformal import conformal_interval, conformal_quantile, conformal_set
 from .evaluate import evaluate
+from .merge import merge_reports
 from .ranking import aupr, auroc, average_ranks
 from .regression import (
     coverage,
@@ -62,6 +63,7 @@ __all__ = [
     "expected_calibration_error",
     "fit_temperature",
     "gaussian_log_likelihood",
+    "merge_reports",
     "miscalibration_area",
     "miscalibration_area_from_pit",
     "mutual_information",

@@ -15,6 +15,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import torch
+
 from ..infer.divergence import DivergenceError, diagnose
 from ..prediction.draws import Predictions
 from ..prediction.predictive import predict_chunks, predict_standard
@@ -58,38 +60,56 @@ class _Regression:
             epistemic_variance=s.epistemic_variance().to(self.y.dtype),
             aleatoric_variance=s.aleatoric_variance().to(self.y.dtype),
             log_likelihood=log_lik.to(self.y.dtype),
+            crps_points=s.crps().to(self.y.dtype),
+            pit=u,
         )
 
 
 class _Classification:
+    """A class per point, or per position of a point (a token, a pixel): probabilities
+    ``[T, N, *positions, C]``, scored per element with a summary per point (``per_item``)."""
+
     def __init__(self, pred: Predictions, name: str) -> None:
         if name not in pred.observed:
             raise ValueError(f"site '{name}' has no observations: pass the labels to evaluate()")
         probs = pred.probs[name]
         labels = pred.observed[name]
-        self.labels = labels if labels.is_floating_point() else labels.long()  # int32 and bool labels too
-        self.scores = CategoricalScores(self.labels, probs.shape[-1], probs.shape[-2])
+        labels = labels if labels.is_floating_point() else labels.long()  # int32 and bool labels too
+        self.shape, self.positions = tuple(labels.shape), tuple(probs.shape[2:-1])
+        self.labels = labels.reshape(-1)  # one element per point and position
+        self.scores = CategoricalScores(self.labels, probs.shape[-1], self.labels.numel())
 
     def update(self, pred: Predictions, name: str) -> None:
-        self.scores.update(pred.probs[name])
+        probs = pred.probs[name]
+        self.scores.update(probs.reshape(probs.shape[0], -1, probs.shape[-1]))
+
+    def _uncertainty(self) -> dict[str, torch.Tensor]:
+        s = self.scores
+        found = {"predictive_entropy": s.predictive_entropy(), "max_prob": 1 - s.mean_probs.max(-1).values}
+        if s.count > 1:
+            found |= {"mutual_information": s.mutual_information(), "variation_ratio": s.variation_ratio()}
+        return found
+
+    def _per_item(self, right: torch.Tensor, uncertainty: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Each point's mean over its positions (none without positions)."""
+        if not self.positions:
+            return {}
+        parts = {"accuracy": right.double(), "nll": -self.scores.log_likelihood(), **uncertainty}
+        return {k: v.reshape(self.shape[0], -1).mean(1) for k, v in parts.items()}
 
     def report(self, standard: Predictions | None, name: str) -> ClassificationReport:
         s, labels = self.scores, self.labels.cpu()
         mean = s.mean_probs
         wrong = mean.argmax(-1) != labels
-        uncertainty = {"predictive_entropy": s.predictive_entropy(), "max_prob": 1 - mean.max(-1).values}
-        if s.count > 1:
-            uncertainty |= {
-                "mutual_information": s.mutual_information(),
-                "variation_ratio": s.variation_ratio(),
-            }
+        uncertainty = self._uncertainty()
         separation = {}
         if bool(wrong.any()) and bool((~wrong).any()):
             separation = {k: auroc(v[wrong], v[~wrong]) for k, v in uncertainty.items()}
         diagram = reliability_diagram(mean, labels)
         accuracy_standard = None
         if standard is not None:
-            accuracy_standard = float((standard.probs[name][0].argmax(-1).cpu() == labels).double().mean())
+            best = standard.probs[name][0].reshape(-1, mean.shape[-1]).argmax(-1).cpu()
+            accuracy_standard = float((best == labels).double().mean())
         return ClassificationReport(
             accuracy=float((~wrong).double().mean()),
             nll=float(-s.log_likelihood().mean()),
@@ -98,9 +118,12 @@ class _Classification:
             misclassification_auroc=separation,
             num_samples=s.count,
             accuracy_standard=accuracy_standard,
-            probs=mean,
-            scores=uncertainty,
+            probs=mean.reshape(*self.shape, mean.shape[-1]),
+            scores={k: v.reshape(self.shape) for k, v in uncertainty.items()},
             reliability=diagram,
+            positions=self.positions,
+            per_item=self._per_item(~wrong, uncertainty),
+            log_likelihood=s.log_likelihood().reshape(self.shape),
         )
 
 

@@ -18,7 +18,7 @@ from .classification import (
     variation_ratio,
 )
 from .ranking import aupr, auroc
-from .regression import coverage, crps, miscalibration_area, rmse
+from .regression import coverage, crps, miscalibration_area, pit, rmse
 
 __all__ = [
     "ClassificationReport",
@@ -66,6 +66,8 @@ class RegressionReport:
     epistemic_variance: torch.Tensor = field(repr=False)
     aleatoric_variance: torch.Tensor = field(repr=False)
     log_likelihood: torch.Tensor = field(repr=False)
+    crps_points: torch.Tensor | None = field(default=None, repr=False)  # each point's CRPS
+    pit: torch.Tensor | None = field(default=None, repr=False)  # each point's PIT value
 
     @property
     def total_variance(self) -> torch.Tensor:
@@ -119,10 +121,11 @@ def regression_report(
         raise ValueError(f"a regression report needs at least 2 draws to estimate a variance, got {t}")
     mean = means.mean(0)
     log_lik = log_mean_exp(pred.log_likelihood[name], dim=0)
+    per_point = crps(means, y, variances)
     return RegressionReport(
         rmse=rmse(mean, y),
         test_ll=float(log_lik.mean()),
-        crps=float(crps(means, y, variances).mean()),
+        crps=float(per_point.mean()),
         coverage=coverage(means, y, variances, levels),
         miscalibration_area=miscalibration_area(means, y, variances),
         num_samples=t,
@@ -131,6 +134,8 @@ def regression_report(
         epistemic_variance=means.var(0, unbiased=False),
         aleatoric_variance=variances.mean(0),
         log_likelihood=log_lik,
+        crps_points=per_point,
+        pit=pit(means, y, variances),
     )
 
 
@@ -145,9 +150,14 @@ class ClassificationReport:
     misclassification_auroc: dict[str, float]
     num_samples: int
     accuracy_standard: float | None
-    probs: torch.Tensor = field(repr=False)  # the MC predictive [N, C]
-    scores: dict[str, torch.Tensor] = field(repr=False)  # per-point uncertainty scores
+    probs: torch.Tensor = field(repr=False)  # the MC predictive [N, C] (or [N, *positions, C])
+    scores: dict[str, torch.Tensor] = field(repr=False)  # per-point (per-element) uncertainty scores
     reliability: Any = field(repr=False)
+    # a class per position of a point (tokens, pixels): the scalar scores are over the elements,
+    # ``per_item`` holds each point's mean over its positions (accuracy, nll and each score)
+    positions: tuple[int, ...] = ()
+    per_item: dict[str, torch.Tensor] = field(default_factory=dict, repr=False)
+    log_likelihood: torch.Tensor | None = field(default=None, repr=False)  # per point (element)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -158,6 +168,8 @@ class ClassificationReport:
             "ece": self.ece,
             "num_samples": self.num_samples,
         }
+        if self.positions:
+            out["positions"] = "x".join(map(str, self.positions))
         out.update({f"misclassification_auroc_{k}": v for k, v in self.misclassification_auroc.items()})
         return out
 
@@ -166,7 +178,12 @@ class ClassificationReport:
 
 
 def uncertainty_scores(probs: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Per-point scores from sampled probabilities ``[T, N, C]``: higher means more uncertain."""
+    """Per-point scores from sampled probabilities ``[T, N, C]``: higher means more uncertain. With
+    a class per position (``[T, N, *positions, C]``: tokens, pixels), each point's mean over its
+    positions."""
+    if probs.dim() > 3:
+        flat = uncertainty_scores(probs.reshape(probs.shape[0], -1, probs.shape[-1]))
+        return {k: v.reshape(probs.shape[1], -1).mean(1) for k, v in flat.items()}
     scores = {
         "predictive_entropy": predictive_entropy(probs),
         "max_prob": 1 - probs.mean(0).max(-1).values,
@@ -190,6 +207,40 @@ def classification_report(
     (predictive entropy, mutual information, variation ratio, 1 - max probability)
     separates misclassified from correct points (AUROC, ties counted one half).
     """
+    name = _classification_site(pred, site)
+    probs, labels = pred.probs[name], pred.observed[name]
+    positions = tuple(probs.shape[2:-1])  # a class per token or pixel: scored per element
+    flat, flat_labels = probs.reshape(probs.shape[0], -1, probs.shape[-1]), labels.reshape(-1)
+    diagram = reliability_diagram(flat, flat_labels, n_bins)
+    mean = flat.mean(0)
+    wrong = mean.argmax(-1) != flat_labels
+    scores = uncertainty_scores(flat)
+    separation = {}
+    if bool(wrong.any()) and bool((~wrong).any()):
+        separation = {k: auroc(v[wrong], v[~wrong]) for k, v in scores.items()}
+    chosen = flat.gather(-1, flat_labels.long().expand(flat.shape[0], -1).unsqueeze(-1)).squeeze(-1)
+    nll = -log_mean_exp(chosen.log(), dim=0)
+    per_item = _per_item(positions, len(labels), {"accuracy": (~wrong).double(), "nll": nll, **scores})
+    return ClassificationReport(
+        accuracy=float((~wrong).double().mean()),
+        nll=float(nll.mean()),
+        brier=brier_score(flat, flat_labels),
+        ece=diagram.ece,
+        misclassification_auroc=separation,
+        num_samples=probs.shape[0],
+        accuracy_standard=None
+        if standard is None
+        else float((standard.probs[name][0].reshape(mean.shape).argmax(-1) == flat_labels).double().mean()),
+        probs=mean.reshape(*labels.shape, mean.shape[-1]),
+        scores={k: v.reshape(labels.shape) for k, v in scores.items()},
+        reliability=diagram,
+        positions=positions,
+        per_item=per_item,
+        log_likelihood=-nll.reshape(labels.shape),
+    )
+
+
+def _classification_site(pred: Predictions, site: str | None) -> str:
     name = site_of(pred, site)
     if name not in pred.probs:
         kind = pred.distributions[name].__name__
@@ -198,28 +249,12 @@ def classification_report(
         )
     if name not in pred.observed:
         raise ValueError(f"site '{name}' has no observations: pass the labels to predict()")
-    probs, labels = pred.probs[name], pred.observed[name]
-    diagram = reliability_diagram(probs, labels, n_bins)
-    mean = probs.mean(0)
-    wrong = mean.argmax(-1) != labels
-    scores = uncertainty_scores(probs)
-    separation = {}
-    if bool(wrong.any()) and bool((~wrong).any()):
-        separation = {k: auroc(v[wrong], v[~wrong]) for k, v in scores.items()}
-    return ClassificationReport(
-        accuracy=float((~wrong).double().mean()),
-        nll=float(-log_mean_exp(pred.log_likelihood[name], dim=0).mean()),
-        brier=brier_score(probs, labels),
-        ece=diagram.ece,
-        misclassification_auroc=separation,
-        num_samples=probs.shape[0],
-        accuracy_standard=None
-        if standard is None
-        else float((standard.probs[name][0].argmax(-1) == labels).double().mean()),
-        probs=mean,
-        scores=scores,
-        reliability=diagram,
-    )
+    return name
+
+
+def _per_item(positions: tuple, points: int, values: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Each point's mean over its positions of each per-element value (none without positions)."""
+    return {k: v.reshape(points, -1).mean(1) for k, v in values.items()} if positions else {}
 
 
 def ood_detection(

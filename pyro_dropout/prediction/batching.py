@@ -17,7 +17,7 @@ from ..infer.batching_check import compare_batched, describe_mismatch, latent_va
 from .chunks import ChunkRunner
 from .collect import DRAWS_PLATE
 
-__all__ = ["batched_is_exact"]
+__all__ = ["batched_is_exact", "remember_unbatched"]
 
 _VERDICTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {signature: exact}
 
@@ -48,3 +48,12 @@ def batched_is_exact(runner: ChunkRunner) -> bool:
                 stacklevel=4,
             )
     return verdicts[key]
+
+
+def remember_unbatched(runner: ChunkRunner) -> None:
+    """The runner's model runs its draws one at a time for inputs like its arguments from now on
+    (its batched draws failed after the check passed)."""
+    try:
+        _VERDICTS.setdefault(runner.model, {})[signature(runner.args, runner.kwargs)] = False
+    except TypeError:  # not weakly referable
+        pass

@@ -3,6 +3,7 @@ variances, class probabilities and log-likelihoods, tidied to ``[T, N, *event]``
 
 from __future__ import annotations
 
+import pyro.distributions as dist
 import torch
 from pyro.poutine.trace_struct import Trace
 from pyro.poutine.util import site_is_subsample
@@ -118,11 +119,14 @@ def collect_site(
     if observed:
         out.observed[name] = site["value"]
         add("log_likelihood", fn.log_prob(site["value"]), 0)
-    probs = getattr(fn, "probs", None) if fn.support.is_discrete else None
+    base = fn
+    while isinstance(base, dist.Independent):  # a class per position: Categorical(...).to_event(k)
+        base = base.base_dist
+    probs = getattr(base, "probs", None) if fn.support.is_discrete else None
     if probs is not None:
-        if probs.dim() == len(fn.batch_shape):  # Bernoulli: one probability -> two classes
+        if probs.dim() == len(base.batch_shape):  # Bernoulli: one probability -> two classes
             probs = torch.stack([1 - probs, probs], dim=-1)
-        add("probs", probs, 1)
+        add("probs", probs, 1 + fn.event_dim)  # [..., N, *positions, C]
         return
     try:
         add("means", fn.mean, fn.event_dim)

@@ -73,3 +73,28 @@ class Predictions:
             distributions=dict(self.distributions),
             kinds={k: v for k, v in self.kinds.items() if v == "likelihood"},
         )
+
+    @classmethod
+    def of_points(cls, parts: list[Predictions], deterministic: tuple[str, ...] = ()) -> Predictions:
+        """The predictions of the points of ``parts`` in order (the batches of a data set), for
+        their likelihood sites and the ``deterministic`` sites with a point dim (dim 1); the
+        latent draws are left out, each part having drawn its own."""
+        if not parts:
+            raise ValueError("Predictions.of_points: no parts")
+        first = parts[0]
+        kept = set(first.likelihood_sites()) | set(deterministic)
+
+        def cat(group: str, dim: int = 1) -> dict[str, torch.Tensor]:
+            names = [k for k in getattr(first, group) if k in kept]
+            return {k: torch.cat([getattr(p, group)[k] for p in parts], dim=dim) for k in names}
+
+        return cls(
+            samples=cat("samples"),
+            means=cat("means"),
+            variances=cat("variances"),
+            probs=cat("probs"),
+            log_likelihood=cat("log_likelihood"),
+            observed=cat("observed", 0),
+            distributions=dict(first.distributions),
+            kinds={k: v for k, v in first.kinds.items() if k in kept},
+        )

@@ -3,6 +3,7 @@ samples) and the model, the later chunks replayed from a trace where that is saf
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -11,7 +12,9 @@ import torch
 from pyro import poutine
 from pyro.poutine.trace_struct import Trace
 
+from ..infer.batched_errors import BatchedDrawError
 from ..infer.input_checks import check_finite_inputs, check_not_empty
+from .batching import remember_unbatched
 from .chunks import ChunkRunner, DrawLatents, auto_chunk_size, chunk_sizes, largest_tensor_bytes
 from .collect import Outputs, chunk_outputs, plate_nesting
 from .draw_cost import per_draw_bytes
@@ -129,7 +132,9 @@ def draw_chunks(
     sizes = chunk_sizes(num_samples, chunk) if parallel else [1] * num_samples
     traced: TracedChunk | None = None
     keys: list[tuple[str, str]] = []
-    for i, size in enumerate(sizes):
+    i = -1
+    while (i := i + 1) < len(sizes):  # a failed chunk of batched draws splits the rest into ones
+        size = sizes[i]
         if traced is not None and size == traced.size:
             yield size, traced()
             continue
@@ -139,11 +144,33 @@ def draw_chunks(
                 traced, drawn = made
                 yield size, drawn
                 continue
-        trace, latents = runner.run(size) if parallel else runner.run_one()
+        if parallel:
+            try:
+                trace, latents = runner.run(size)
+            except BatchedDrawError as error:  # the check's two draws passed, these did not
+                parallel, sizes[i:] = _one_at_a_time(runner, error), [1] * sum(sizes[i:])
+                size = 1
+        if not parallel:
+            trace, latents = runner.run_one()
         check_wanted(wanted, trace)
         outputs = chunk_outputs(meta, trace, latents, wanted, runner.nesting, size)
         keys = list(outputs)
         yield size, outputs
+
+
+def _one_at_a_time(runner: ChunkRunner, error: BatchedDrawError) -> bool:
+    """Warn that a chunk of batched draws failed (where the self-check's two draws passed: a plate
+    sized from a layer's output, say) and that the draws run one at a time from now on."""
+    cause = error.__cause__ or error
+    first = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+    warnings.warn(
+        f"predict: the model failed on a chunk of draws batched together ({type(cause).__name__}: "
+        f"{first}), though its check on two draws passed; its draws run one at a time from now on "
+        "(parallel=False): exact, slower",
+        stacklevel=4,
+    )
+    remember_unbatched(runner)
+    return False
 
 
 def _device_of_inputs(runner: ChunkRunner) -> torch.device:

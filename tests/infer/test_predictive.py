@@ -128,3 +128,29 @@ def test_a_site_with_rows_outside_every_plate_is_named():
     guide(x)
     with pytest.raises(ValueError, match=r"at site 'mean'.*batch shape \(5,\).*dims \[-1\] in no plate"):
         predict(model, guide, x, num_samples=4, return_sites=["mean"])
+
+
+class _PlateFromActivation(PyroModule):
+    """Pyro's style, the data plate sized from a layer's output: ``h.shape[0]`` is the draws' axis
+    under batched draws, which the check's two draws on two points cannot tell from the data's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = Linear(3, 8), Linear(8, 1)
+
+    def forward(self, x, y=None):
+        h = torch.relu(self.fc1(x))
+        mean = self.fc2(h).squeeze(-1)
+        with pyro.plate("data", h.shape[0]):
+            return pyro.sample("obs", dist.Normal(mean, 1.0), obs=y)
+
+
+@pytest.mark.parametrize("rows", [2, 9])
+def test_a_model_whose_batched_pass_fails_runs_one_draw_at_a_time_with_a_warning(rows):
+    torch.manual_seed(0)
+    model, x = _PlateFromActivation(), torch.randn(rows, 3)
+    guide = DropoutGuide(model, dropout=0.2)
+    guide(x, torch.randn(rows))
+    with pytest.warns(UserWarning, match="one at a time from now on"):
+        pred = predict(model, guide, x, num_samples=30, chunk_size=10)
+    assert pred["obs"].shape == (30, rows) and pred.means["obs"].std(0).min() > 0

@@ -91,7 +91,7 @@ def test_a_network_of_several_inputs_is_named_and_its_wrapper_converts():
     model = from_module(net, likelihood="categorical")
     with pytest.raises(TypeError, match=r"x is a tuple of 2 tensors.*wrapper module whose forward takes one"):
         predict(model, DropoutGuide(model), (x1, x2), num_samples=2)
-    with pytest.raises(TypeError, match=r"MCDropout: x is a tuple of 2 tensors.*wrapper module"):
+    with pytest.raises(TypeError, match=r"MCDropout.predict: x is a tuple of 2 tensors.*wrapper module"):
         MCDropout(net, "classification").predict((x1, x2))
     wrapped = from_module(_OneInput(net).eval(), likelihood="categorical")
     guide = DropoutGuide(wrapped)
