@@ -1,10 +1,16 @@
-"""Numerical operations shared by every layer of the package (it imports nothing from it)."""
+"""Numerical operations shared by every layer of the package (it imports nothing from it), and
+what a pass costs in memory: its largest tensor, and the CPU's caches it should fit."""
 
 from __future__ import annotations
 
-import torch
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-__all__ = ["log_mean_exp"]
+import torch
+from torch.overrides import TorchFunctionMode
+
+__all__ = ["cache_bytes", "largest_tensor_bytes", "log_mean_exp"]
 
 
 def log_mean_exp(x: torch.Tensor, dim: int = 0) -> torch.Tensor:
@@ -16,3 +22,42 @@ def log_mean_exp(x: torch.Tensor, dim: int = 0) -> torch.Tensor:
     m = x.detach().amax(dim=dim, keepdim=True)
     m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
     return (m + torch.log1p(torch.expm1(x - m).mean(dim=dim, keepdim=True))).squeeze(dim)
+
+
+class _Largest(TorchFunctionMode):
+    """Records the largest tensor a pass of PyTorch functions returns (broadcast views not counted)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.largest = 0
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        result = func(*args, **(kwargs or {}))
+        for value in result if isinstance(result, tuple | list) else (result,):
+            if isinstance(value, torch.Tensor) and 0 not in value.stride():
+                self.largest = max(self.largest, value.numel() * value.element_size())
+        return result
+
+
+def largest_tensor_bytes(fn: Callable[[], Any]) -> tuple[Any, int]:
+    """``fn()``, and the bytes of the largest tensor made on the way: one pass's widest layer."""
+    with _Largest() as mode:
+        result = fn()
+    return result, mode.largest
+
+
+def cache_bytes(level: int | None = None) -> int | None:
+    """The size of the CPU's cache of ``level`` (None: its largest), from Linux's sysfs; None where
+    it is not told."""
+    sizes = []
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            text = (index / "size").read_text().strip()
+            found = int((index / "level").read_text().strip())
+        except (OSError, ValueError):
+            continue
+        unit = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:].upper(), 1)
+        digits = text.rstrip("KMGkmg")
+        if digits.isdigit() and (level is None or found == level):
+            sizes.append(int(digits) * unit)
+    return max(sizes) if sizes else None

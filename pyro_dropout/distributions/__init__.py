@@ -2,6 +2,7 @@
 
 from . import kl
 from .bernoulli_dropout import BernoulliDropout, bernoulli_keep
+from .categorical import Categorical
 from .concrete_dropout import ConcreteDropout
 from .fixed_noise import FixedNoiseNormal
 from .kl import bernoulli_entropy, kl_masked_gaussian
@@ -12,6 +13,7 @@ from .util import base_prior
 
 __all__ = [
     "BernoulliDropout",
+    "Categorical",
     "ConcreteDropout",
     "FixedNoiseNormal",
     "MaskedWeight",

@@ -36,6 +36,7 @@ from pyro.nn import PyroModule, PyroModuleList
 
 from .functional import linear, take_mask
 from .layers import LengthScale, Linear
+from .recurrent_native import native_pass
 
 __all__ = ["GRU", "LSTM"]
 
@@ -127,6 +128,10 @@ class _Recurrent(PyroModule):
         ``(h, c)``, the GRU's ``(h,)``) as ``[..., num_layers, N, H]``."""
         h = self._checked_inputs(x)
         state = self._checked_state(state, h)
+        native = native_pass(self, h, state)  # one draw's weights: torch's fused kernel
+        if native is not None:
+            out, parts = native
+            return (out if self.batch_first else out.transpose(-3, -2)), parts
         finals = []
         for layer, cell in enumerate(self.layers):
             if layer > 0 and self.step_dropout > 0:

@@ -6,17 +6,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import pyro
 import torch
 from pyro import poutine
 from pyro.poutine.trace_struct import Trace
 from pyro.poutine.util import prune_subsample_sites
-from torch.overrides import TorchFunctionMode
 
 from ..infer.batched_errors import explain_batched_failure
+from ..ops import cache_bytes, largest_tensor_bytes
 from .collect import DRAWS_PLATE
 
 __all__ = ["ChunkRunner", "DrawLatents", "auto_chunk_size", "chunk_sizes", "largest_tensor_bytes"]
@@ -64,44 +62,6 @@ def chunk_sizes(total: int, size: int) -> list[int]:
     return [min(size, total - start) for start in range(0, total, size)]
 
 
-class _Largest(TorchFunctionMode):
-    """Records the largest tensor a pass of PyTorch functions returns (broadcast views not counted)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.largest = 0
-
-    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        result = func(*args, **(kwargs or {}))
-        for value in result if isinstance(result, tuple | list) else (result,):
-            if isinstance(value, torch.Tensor) and 0 not in value.stride():
-                self.largest = max(self.largest, value.numel() * value.element_size())
-        return result
-
-
-def largest_tensor_bytes(fn: Callable[[], Any]) -> tuple[Any, int]:
-    """``fn()``, and the bytes of the largest tensor made on the way: one draw's widest layer."""
-    with _Largest() as mode:
-        result = fn()
-    return result, mode.largest
-
-
-def _last_level_cache_bytes() -> int | None:
-    """The size of the CPU's largest cache (Linux's sysfs), or None where it is not told."""
-    root = Path("/sys/devices/system/cpu/cpu0/cache")
-    sizes = []
-    for index in root.glob("index*"):
-        try:
-            text = (index / "size").read_text().strip()
-        except OSError:
-            continue
-        unit = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:].upper(), 1)
-        digits = text.rstrip("KMGkmg")
-        if digits.isdigit():
-            sizes.append(int(digits) * unit)
-    return max(sizes) if sizes else None
-
-
 def _accelerator_budget(device: torch.device) -> int:
     """Bytes a chunk's widest layer may take on ``device``: an eighth of its free memory (CUDA),
     else ``ACCELERATOR_CHUNK_BYTES``. No fixed cap on CUDA: on an H200, T = 1,000 draws on
@@ -128,6 +88,6 @@ def auto_chunk_size(
         fit = max(1, min(int(_accelerator_budget(device) // max(per_draw_bytes, 1)), num_samples))
         return -(-num_samples // -(-num_samples // fit))  # the fewest chunks, evened out
     told = os.environ.get("PYRO_DROPOUT_CACHE_MB")
-    cache = float(told) * 2**20 if told else _last_level_cache_bytes() or 8 * 2**20
+    cache = float(told) * 2**20 if told else cache_bytes() or 8 * 2**20
     fit = int(max(cache / 4, shared_bytes) // max(per_draw_bytes, 1))
     return max(1, min(fit, MAX_AUTO_CHUNK, num_samples))

@@ -55,6 +55,9 @@ MIN_TRACED_CHUNKS = 24
 
 
 MEASURE_FROM = 20  # draws from which a chunk is sized by what a draw adds (see _auto_chunk)
+# draws per chunk of a model that splits its own passes into cache-sized pieces (a converted network
+# with its own masks): the chunk bounds the outputs held twice, not the working memory
+MAX_SELF_SIZED_CHUNK = 1000
 
 
 def prepare(
@@ -105,6 +108,8 @@ def _auto_chunk(
     """Draws per chunk: from one draw's widest tensor, or, where that gives chunks smaller than the
     draws and ``measure``, from what a draw adds (a pass partly shared by the draws, such as
     LeNet's convolutions under dropout of its last layer, is then run once per chunk, not per draw)."""
+    if device.type == "cpu" and getattr(runner.model, "sizes_its_passes", False):
+        return min(num_samples, MAX_SELF_SIZED_CHUNK)  # it splits its passes to fit the cache itself
     chunk = auto_chunk_size(device, widest, num_samples)
     checks_itself = getattr(runner.model, "checks_its_batching", False)
     # measuring costs six draws' passes (eight for a model that checks itself): worth it for enough draws

@@ -26,6 +26,8 @@ import pyro
 import pyro.distributions as dist
 import torch
 
+from ...distributions import Categorical
+
 __all__ = ["LIKELIHOODS", "check_likelihood", "check_outputs", "check_targets", "observe"]
 
 LIKELIHOODS = ("normal", "heteroscedastic", "categorical", "segmentation")
@@ -95,7 +97,7 @@ def observe(
     check_outputs(likelihood, f.shape[-1], "the network")
     if likelihood == "categorical":
         logits = pyro.deterministic("logits", f, event_dim=1)
-        return pyro.sample("obs", dist.Categorical(logits=logits), obs=y)
+        return pyro.sample("obs", Categorical(logits=logits), obs=y)
     mean = pyro.deterministic("mean", f[..., 0], event_dim=0)
     if likelihood == "heteroscedastic":
         log_var = pyro.deterministic("log_var", f[..., 1], event_dim=0)
@@ -116,4 +118,4 @@ def _observe_positions(
             f"row, so the {likelihood} likelihood expects ({y.shape[0]}, {', '.join(map(str, positions))})"
         )
     logits = pyro.deterministic("logits", logits, event_dim=event_dim)
-    return pyro.sample("obs", dist.Categorical(logits=logits).to_event(event_dim - 1), obs=y)
+    return pyro.sample("obs", Categorical(logits=logits).to_event(event_dim - 1), obs=y)

@@ -59,6 +59,12 @@ class ConvertedModel(PyroModule):
     checks_its_batching = True  # prediction's own self-check is not needed (pyro_dropout.prediction.batching)
     traced_chunks = False  # prediction runs its chunks eagerly: no TorchScript trace of a network's forward
 
+    @property
+    def sizes_its_passes(self) -> bool:
+        """With ``masks="own"`` its draws' pass is split into cache-sized pieces on a CPU (own.py),
+        so prediction need not size its chunks by a draw's memory."""
+        return self.masks == "own"
+
     def __init__(
         self,
         net: torch.nn.Module,
@@ -74,7 +80,7 @@ class ConvertedModel(PyroModule):
         self.masks = "own"  # how the dropouts draw their masks (from_module's masks=)
         self.untraced = False  # torch.fx could not trace the forward
         self.verdicts: dict[tuple, str] = {}  # input signature -> "fold", "eager" or "loop"
-        self.row_verdicts: dict[tuple, bool] = {}  # masks="own": whether draws may share a pass
+        self.row_verdicts: dict[tuple, tuple[bool, int]] = {}  # masks="own": (rows apart, widest per row)
 
     def train(self, mode: bool = True) -> ConvertedModel:
         """The model's own flag only: the network keeps the modes MC dropout runs it in (its dropout

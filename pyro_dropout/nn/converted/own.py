@@ -4,7 +4,9 @@ Every dropout of the network draws its masks as the network does: a new mask for
 every row at every call. A draw's weights are the guide's means (its masks are the network's), so
 every draw of a chunk has the same weights, and ``S`` draws on ``N`` points are one pass of the
 network on the ``S·N`` rows of its input repeated (draw-major), exactly as ``S`` passes of the
-network in MC dropout, and as fast as one large batch. Where the draws' weights differ (samples of
+network in MC dropout, in pieces that fit the CPU's cache. Element and channel dropout draw their
+masks with the library's fast Bernoulli draws (:class:`~.dropout_calls.FastDropout`): the same
+distribution as torch's. Where the draws' weights differ (samples of
 another guide, or from MCMC), the draws are folded into the batch
 (:mod:`~pyro_dropout.nn.converted.fold`).
 
@@ -26,8 +28,9 @@ from typing import Any
 
 import torch
 
+from ...ops import cache_bytes, largest_tensor_bytes
 from ..functional import strip_plate_slots, unexpand
-from .dropout_calls import NoDropout
+from .dropout_calls import FastDropout, NoDropout
 from .loop import Draw, one_draw
 
 __all__ = ["dropout_off", "network_output", "own_pass", "same_weights"]
@@ -117,18 +120,38 @@ def rows_apart(net: torch.nn.Module, x: torch.Tensor) -> str | None:
     return None
 
 
-def _decide(verdicts: dict, key: tuple, net: torch.nn.Module, x: torch.Tensor) -> bool:
-    """Whether the draws may share one pass for inputs like ``x`` (checked once per input shape)."""
+def _widest_row(net: torch.nn.Module, x: torch.Tensor) -> int:
+    """The bytes per row of the widest tensor of a pass (its dropout off) on the first rows."""
+    rows = x[:_CHECK_ROWS]
+    with torch.no_grad(), evaluating(net):
+        _, widest = largest_tensor_bytes(lambda: net(rows))
+    return -(-widest // len(rows))
+
+
+def _decide(verdicts: dict, key: tuple, net: torch.nn.Module, x: torch.Tensor) -> tuple[bool, int]:
+    """Whether the draws may share one pass for inputs like ``x``, and the widest tensor of a pass
+    per row (checked once per input shape)."""
     if key not in verdicts:
         why = rows_apart(net, x)
-        verdicts[key] = why is None
+        verdicts[key] = (why is None, _widest_row(net, x) if why is None else 0)
         if why is not None:
             warnings.warn(
                 f"from_module: the network's forward does not treat the rows of a batch apart: {why}. "
                 "Its draws run one pass each from now on (the network's own MC dropout, exact, slower)",
                 stacklevel=5,
             )
-    return bool(verdicts[key])
+    return verdicts[key]
+
+
+def _pieces(draws: int, rows: int, widest_row: int, device: torch.device) -> list[int]:
+    """The draws of a pass split into pieces whose widest tensor fits half the CPU's L2 cache (in
+    prediction: memory-bound layers run faster on a batch that stays in cache than on one large
+    batch, ``benchmarks/converted_prediction.py``); one piece on a GPU, or with gradients."""
+    if device.type != "cpu" or torch.is_grad_enabled() or widest_row <= 0:
+        return [draws]
+    budget = (cache_bytes(2) or 2**21) // 2
+    per = max(1, min(draws, budget // (widest_row * rows)))
+    return [min(per, draws - start) for start in range(0, draws, per)]
 
 
 def _batch_first(out: Any, rows: int, x: torch.Tensor) -> Any:
@@ -151,18 +174,19 @@ def own_pass(model: Any, x: torch.Tensor, draws: torch.Size, sites: dict[str, in
     """The outputs of the draws ``draws`` at ``x`` ``[*draws, N, ...]`` (no draws: ``[N, ...]``), the
     network's dropout drawing its own masks (off within :func:`dropout_off`)."""
     net, cache, n = model.net, model._pyro_context.cache, x.shape[0]
-    with evaluating(net, off=_OFF.get()):
+    with FastDropout(), evaluating(net, off=_OFF.get()):
         if not draws:
             return _batch_first(network_output(net(x)), n, x)
         count = math.prod(draws)
         if count > 1 and not same_weights(cache, sites):
             return model.folded_draws(x, draws, sites)  # weights of their own: folded into the batch
         with one_draw(cache, sites, Draw(0, draws)):  # one set of weights for all
-            key = (tuple(x.shape[1:]), x.dtype)
-            if count > 1 and (model.per_draw or not _decide(model.row_verdicts, key, net, x)):
-                outs = [_batch_first(network_output(net(x)), n, x) for _ in range(count)]
-                if not all(isinstance(o, torch.Tensor) for o in outs):
-                    return outs[0]
-                return torch.stack(outs).reshape(*draws, n, *outs[0].shape[1:])
-            out = _batch_first(network_output(net(_repeat(x, count))), count * n, x)
-        return out.reshape(*draws, n, *out.shape[1:]) if isinstance(out, torch.Tensor) else out
+            apart, widest = (
+                (True, 0) if count == 1 else _decide(model.row_verdicts, (x.shape[1:], x.dtype), net, x)
+            )
+            pieces = [1] * count if model.per_draw or not apart else _pieces(count, n, widest, x.device)
+            outs = [_batch_first(network_output(net(_repeat(x, k))), k * n, x) for k in pieces]
+        if not all(isinstance(o, torch.Tensor) for o in outs):
+            return outs[0]
+        out = outs[0] if len(outs) == 1 else torch.cat(outs)
+        return out.reshape(*draws, n, *out.shape[1:])
