@@ -3,8 +3,11 @@
 (torch-uncertainty's way): ``MCDropout(net).predict`` (its draws sharing a pass on the rows
 repeated), and one pass per draw (``per_draw=True``, the fallback of a forward that mixes rows).
 
-    python benchmarks/converted_prediction.py            # T = 200 draws on N = 64 points per family
-    python benchmarks/converted_prediction.py --quick    # T = 20 on N = 8, a few families, seconds
+    python benchmarks/converted_prediction.py            # T = 200 draws on N = 128 points per family
+    python benchmarks/converted_prediction.py --quick    # T = 20 on N = 8, four families, seconds
+
+Beside the battery's, the UCI net (dropout on its inputs and hidden units) and LeNet (dropout
+before its last layer: its convolutions are the same for every draw, and run once).
 
 Each variant runs in turn, interleaved over the blocks, timed with this process's CPU time
 (``common.work_clock``); the ratios are against the own loop timed in the same blocks. That the
@@ -24,9 +27,11 @@ from torch import nn
 from pyro_dropout import MCDropout
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the battery's networks, in tests/
-from tests.nn.conformance import build, cases  # noqa: E402
+from tests.nn.conformance import build, cases
 
 FAMILIES = (
+    "uci-net",
+    "lenet",
     "mnist-net",
     "token-mlp",
     "mlp-mixer",
@@ -40,7 +45,35 @@ FAMILIES = (
     "vit",
     "hf-bert",
 )
-QUICK = ("mnist-net", "token-mlp", "resnet-basic-blocks", "lstm-language-model")
+QUICK = ("uci-net", "lenet", "token-mlp", "lstm-language-model")
+
+
+class TorchLeNet(nn.Module):
+    """LeNet with dropout before its last layer, as a user writes it (paper 000, §5.2)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(1, 20, 5), nn.Conv2d(20, 50, 5)
+        self.fc1, self.drop, self.fc2 = nn.Linear(800, 500), nn.Dropout(0.5), nn.Linear(500, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = nn.functional.max_pool2d(self.conv1(x), 2)
+        h = nn.functional.max_pool2d(self.conv2(h), 2)
+        return self.fc2(self.drop(torch.relu(self.fc1(h.view(h.size(0), -1)))))
+
+
+def _network(name: str) -> tuple[nn.Module, torch.Tensor, str]:
+    """A family's network, its inputs and its task: the battery's, the UCI net and LeNet."""
+    torch.manual_seed(0)
+    if name == "uci-net":
+        net = nn.Sequential(
+            nn.Dropout(0.05), nn.Linear(13, 50), nn.ReLU(), nn.Dropout(0.05), nn.Linear(50, 1)
+        )
+        return net.eval(), torch.randn(8, 13), "regression"
+    if name == "lenet":
+        return TorchLeNet().eval(), torch.randn(8, 1, 28, 28), "classification"
+    net, x = build(cases()[name], seed=0)
+    return net, x, cases()[name].task
 
 
 def own_loop(net: nn.Module, x: torch.Tensor, draws: int) -> list:
@@ -59,9 +92,8 @@ def _rows(x: torch.Tensor, n: int) -> torch.Tensor:
 
 
 def bench(name: str, draws: int, rows: int, blocks: int, device: torch.device) -> dict:
-    net, x = build(cases()[name], seed=0)
+    net, x, task = _network(name)
     net, x = net.to(device), _rows(x, rows).to(device)
-    task = cases()[name].task
     bnn = MCDropout(net, task, num_samples=draws)
     bnn.predict(x[:2], num_samples=2)  # the guide set up, the rows check made
 
@@ -86,7 +118,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     device = pick_device(args.device)
-    draws, rows, blocks, families = (20, 8, 2, QUICK) if args.quick else (200, 64, 3, FAMILIES)
+    draws, rows, blocks, families = (20, 8, 2, QUICK) if args.quick else (200, 128, 3, FAMILIES)
     results = {}
     for name in families:
         if name.startswith("hf-"):

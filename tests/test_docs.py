@@ -186,3 +186,16 @@ def test_the_wide_particles_table_is_the_stored_run():
     readme = (root / "README.md").read_text()
     for name in ("library", "library_per_example"):
         assert f"{rows[name]['vs_raw']:.2f}×" in readme, name
+
+
+def test_the_conformance_table_is_the_stored_run():
+    """docs/own-model.md's battery table is tools/conformance_table.py's table of its stored JSON,
+    and every architecture of the battery has a passed row there."""
+    from tests.nn.conformance import cases
+
+    tool = load_script("tools", "conformance_table")
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    stored = json.loads((docs / "results" / "conformance" / "conformance.json").read_text())
+    assert tool.table(stored["cases"]) in (docs / "own-model.md").read_text()
+    assert set(stored["cases"]) == set(cases())
+    assert all(row.get("passed") for row in stored["cases"].values())

@@ -157,19 +157,18 @@ def from_module(
     :param masks: ``"own"``: every dropout draws its masks as the network does (its own MC
         dropout); ``"shared"``: one mask per draw, shared by the rows it predicts (a draw is one
         function), refused where that changes a point's predictive (the module's docs).
-    :param dropouts: with ``masks="shared"``: ``"weights"``: a dropout that masks the inputs of the
-        layer it feeds is that layer's variational family (what Concrete dropout learns);
-        ``"sites"``: every dropout is a mask site where it is. With ``masks="own"``, ``"sites"``
-        gives every weight the KL of rate 0.
+    :param dropouts: ``"weights"``: a dropout that masks the inputs of the layer it feeds is that
+        layer's family (with ``masks="shared"``; what Concrete dropout learns); ``"sites"``: every
+        dropout is a mask site (with ``masks="own"``: every weight's KL is that of rate 0).
     """
     choices = {"masks": (masks, MASKS), "dropouts": (dropouts, ("weights", "sites"))}
     _check_arguments(net, likelihood, tau, last_layer, keep, choices)
     copy_ = _copy(net)
     weighted = _weighted(copy_, keep)
     check_convertible(copy_, set(weighted), masks)
-    _freeze(copy_)  # what stays deterministic keeps its trained values, fixed (not Pyro parameters)
     copy_.train()  # traced as MC dropout runs it: F.dropout(x, training=self.training) drops
-    gm = _trace(copy_, masks)
+    gm = _trace(copy_, masks)  # before the parameters are frozen: fx records them as attributes
+    _freeze(copy_)  # what stays deterministic keeps its trained values, fixed (not Pyro parameters)
     order = _layers_in_order(gm, weighted)
     convertible = set(order[-1:] if last_layer else order)
     placement = _placement(gm, convertible, dropouts)
@@ -180,9 +179,19 @@ def from_module(
     own = masks == "own" and _has_dropout(copy_, gm)  # its weights' masks are the network's
     model = _finish(net_, (likelihood, tau, prior_length_scale, own), order, convertible, placement, placed)
     model.masks, model.untraced, model.mask_sites = masks, gm is None, model.mask_sites + mask_sites
+    model.graph = _graph_copy(gm) if masks == "own" else None  # the forward, to split at its dropout
     keep_parameters_visible(net_)
     _check_output(model, _output_layer(gm), likelihood)
     return model
+
+
+def _graph_copy(gm: fx.GraphModule | None) -> fx.Graph | None:
+    """The traced forward's graph on its own (not keeping the traced copy's modules alive)."""
+    if gm is None:
+        return None
+    graph = fx.Graph()
+    graph.output(graph.graph_copy(gm.graph, {}))
+    return graph
 
 
 def _placement(gm: fx.GraphModule | None, convertible: set[str], dropouts: str) -> Placement:

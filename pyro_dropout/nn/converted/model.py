@@ -81,6 +81,8 @@ class ConvertedModel(PyroModule):
         self.untraced = False  # torch.fx could not trace the forward
         self.verdicts: dict[tuple, str] = {}  # input signature -> "fold", "eager" or "loop"
         self.row_verdicts: dict[tuple, tuple[bool, int]] = {}  # masks="own": (rows apart, widest per row)
+        self.graph: Any = None  # masks="own": the traced forward (torch.fx), split at its first dropout
+        self.splits: dict[tuple, Any] = {}  # input signature -> its SplitForward, or None
 
     def train(self, mode: bool = True) -> ConvertedModel:
         """The model's own flag only: the network keeps the modes MC dropout runs it in (its dropout

@@ -32,6 +32,7 @@ from ...ops import cache_bytes, largest_tensor_bytes
 from ..functional import strip_plate_slots, unexpand
 from .dropout_calls import FastDropout, NoDropout
 from .loop import Draw, one_draw
+from .prefix import SplitForward
 
 __all__ = ["dropout_off", "network_output", "own_pass", "same_weights"]
 
@@ -154,6 +155,32 @@ def _pieces(draws: int, rows: int, widest_row: int, device: torch.device) -> lis
     return [min(per, draws - start) for start in range(0, draws, per)]
 
 
+def _split(model: Any, x: torch.Tensor) -> SplitForward | None:
+    """The forward split at its first dropout for inputs like ``x`` (decided once per input shape:
+    where the split pass gives the network's own outputs, its dropout off)."""
+    key = (x.shape[1:], x.dtype)
+    if key not in model.splits:
+        split = SplitForward.of(model.graph, model.net)
+        model.splits[key] = split if split is not None and _split_agrees(split, model.net, x) else None
+    return model.splits[key]
+
+
+def _split_agrees(split: SplitForward, net: torch.nn.Module, x: torch.Tensor) -> bool:
+    rows = x[:_CHECK_ROWS]
+    with torch.no_grad(), evaluating(net):
+        try:
+            if not split.find_batch_dims(x):
+                return False
+            got = network_output(split.rest(split.prefix(rows), 2))
+            want = network_output(net(_repeat(rows, 2)))
+        except Exception:  # the graph does not run as the forward does: not split
+            return False
+    if not isinstance(got, torch.Tensor) or not isinstance(want, torch.Tensor) or got.shape != want.shape:
+        return False
+    gap = float((got - want).abs().max()) if got.numel() else 0.0
+    return math.isfinite(gap) and gap <= 1e-4 * max(1.0, float(want.abs().max()) if want.numel() else 0.0)
+
+
 def _batch_first(out: Any, rows: int, x: torch.Tensor) -> Any:
     """``out`` (one pass's output, for input ``x``) checked to hold ``rows`` rows on dim 0."""
     if isinstance(out, torch.Tensor) and (out.dim() == 0 or out.shape[0] != rows):
@@ -185,7 +212,12 @@ def own_pass(model: Any, x: torch.Tensor, draws: torch.Size, sites: dict[str, in
                 (True, 0) if count == 1 else _decide(model.row_verdicts, (x.shape[1:], x.dtype), net, x)
             )
             pieces = [1] * count if model.per_draw or not apart else _pieces(count, n, widest, x.device)
-            outs = [_batch_first(network_output(net(_repeat(x, k))), k * n, x) for k in pieces]
+            split = _split(model, x) if count > 1 else None
+            if split is not None:  # what precedes the first dropout once, the rest per draw
+                shared = split.prefix(x)
+                outs = [_batch_first(network_output(split.rest(shared, k)), k * n, x) for k in pieces]
+            else:
+                outs = [_batch_first(network_output(net(_repeat(x, k))), k * n, x) for k in pieces]
         if not all(isinstance(o, torch.Tensor) for o in outs):
             return outs[0]
         out = outs[0] if len(outs) == 1 else torch.cat(outs)
