@@ -1,7 +1,8 @@
 """MC prediction of converted networks, one of each family of the conformance battery
 (tests/nn/conformance.py), against the network's own loop of T passes with its dropout active
-(torch-uncertainty's way): ``MCDropout(net).predict`` (its draws sharing a pass on the rows
-repeated), and one pass per draw (``per_draw=True``, the fallback of a forward that mixes rows).
+(torch-uncertainty's way; a classifier's class probabilities by softmax):
+``MCDropout(net).predict`` (its draws sharing a pass on the rows repeated), and one pass per draw
+(``per_draw=True``, the fallback of a forward that mixes rows).
 
     python benchmarks/converted_prediction.py            # T = 200 draws on N = 128 points per family
     python benchmarks/converted_prediction.py --quick    # T = 20 on N = 8, four families, seconds
@@ -10,7 +11,8 @@ Beside the battery's, the UCI net (dropout on its inputs and hidden units) and L
 before its last layer: its convolutions are the same for every draw, and run once).
 
 Each variant runs in turn, interleaved over the blocks, timed with this process's CPU time
-(``common.work_clock``); the ratios are against the own loop timed in the same blocks. That the
+(``common.work_clock``) on one thread (``--threads``: CPU time counts every thread's); the ratios
+are against the own loop timed in the same blocks. That the
 draws have the network's own distribution is what the battery checks (tests/nn/test_conformance.py).
 """
 
@@ -76,14 +78,21 @@ def _network(name: str) -> tuple[nn.Module, torch.Tensor, str]:
     return net, x, cases()[name].task
 
 
-def own_loop(net: nn.Module, x: torch.Tensor, draws: int) -> list:
-    """The network's own MC dropout: ``draws`` passes in train mode, batch norm on its statistics."""
+def own_loop(net: nn.Module, x: torch.Tensor, draws: int, task: str) -> list:
+    """The network's own MC dropout: ``draws`` passes in train mode, batch norm on its statistics,
+    each pass's output as the predictive's parameters (class probabilities, by softmax)."""
     net.train()
     for module in net.modules():
         if isinstance(module, nn.modules.batchnorm._BatchNorm):
             module.eval()
+    dim = {"classification": -1, "segmentation": 1}.get(task)
     with torch.no_grad():
-        return [net(x) for _ in range(draws)]
+        outs = [_logits(net(x)) for _ in range(draws)]
+        return outs if dim is None else [torch.softmax(out, dim) for out in outs]
+
+
+def _logits(out: object) -> torch.Tensor:
+    return out if isinstance(out, torch.Tensor) else out.logits  # type: ignore[attr-defined]
 
 
 def _rows(x: torch.Tensor, n: int) -> torch.Tensor:
@@ -101,7 +110,7 @@ def bench(name: str, draws: int, rows: int, blocks: int, device: torch.device) -
         bnn.model.per_draw = per_draw
         return bnn.predict(x)
 
-    runners = {"own loop": lambda: own_loop(net, x, draws), "MCDropout": lambda: run(None)}
+    runners = {"own loop": lambda: own_loop(net, x, draws, task), "MCDropout": lambda: run(None)}
     runners["per draw"] = lambda: run(True)
     clock, clock_name = work_clock(device)
     best = interleaved_best(runners, device, steps=1, blocks=blocks, clock=clock, warmup=1)
@@ -116,9 +125,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="auto")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (CPU time counts them all)")
+    parser.add_argument("--families", nargs="+", choices=FAMILIES, help="these families only")
+    parser.add_argument("--draws", type=int, help="T (default 200)")
+    parser.add_argument("--rows", type=int, help="N (default 128)")
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)
     device = pick_device(args.device)
     draws, rows, blocks, families = (20, 8, 2, QUICK) if args.quick else (200, 128, 3, FAMILIES)
+    draws, rows, families = args.draws or draws, args.rows or rows, args.families or families
     results = {}
     for name in families:
         if name.startswith("hf-"):
@@ -128,8 +143,9 @@ def main() -> None:
                 print(f"{name}: skipped (transformers is not installed)")
                 continue
         results[name] = bench(name, draws, rows, blocks, device)
+    chosen = "" if args.families is None else "_" + "_".join(families)
     write(
-        f"converted_prediction_{device.type}{'_quick' if args.quick else ''}",
+        f"converted_prediction_{device.type}{'_quick' if args.quick else ''}{chosen}",
         {"machine": machine(device), **results},
     )
 

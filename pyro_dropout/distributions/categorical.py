@@ -10,6 +10,8 @@ from .masked_weight import SampleShape
 
 __all__ = ["Categorical"]
 
+_FEW = 8  # classes up to which a draw sums the classes' slices (3 classes: 30 ms against 77 ms)
+
 
 class Categorical(dist.Categorical):
     r"""``pyro.distributions.Categorical`` whose draws are :math:`\#\{c : F_c < u\}`,
@@ -28,6 +30,14 @@ class Categorical(dist.Categorical):
     def sample(self, sample_shape: SampleShape = torch.Size()) -> torch.Tensor:  # noqa: B008
         probs = self.probs
         shape = torch.Size(sample_shape) + self.batch_shape
+        probs = probs.expand(shape + probs.shape[-1:])
+        classes = probs.shape[-1]
+        if classes <= _FEW:  # a running sum over the classes' slices: no scan over a short last dim
+            u = torch.rand(shape, dtype=probs.dtype, device=probs.device)
+            cumulative = probs[..., 0].clone()
+            count = (cumulative < u).long()
+            for c in range(1, classes - 1):
+                count += (cumulative.add_(probs[..., c]) < u).long()
+            return count
         u = torch.rand(shape + (1,), dtype=probs.dtype, device=probs.device)
-        cumulative = probs.expand(shape + probs.shape[-1:]).cumsum(-1)
-        return (cumulative < u).sum(-1).clamp_max(probs.shape[-1] - 1)
+        return (probs.cumsum(-1) < u).sum(-1).clamp_max(classes - 1)

@@ -79,8 +79,12 @@ class Buffers:
         self.tensors: dict[tuple[str, str], torch.Tensor] = {}
 
     def put(self, outputs: Outputs, size: int) -> None:
-        """Store a chunk of ``size`` draws after the ones stored so far."""
+        """Store a chunk of ``size`` draws after the ones stored so far (a chunk of all the draws
+        is kept as it is: no copy)."""
         for key, value in outputs.items():
+            if self.offset == 0 and size == self.num_samples and value.is_contiguous():
+                self.tensors[key] = value
+                continue
             if key not in self.tensors:
                 self.tensors[key] = value.new_empty((self.num_samples, *value.shape[1:]))
             self.tensors[key][self.offset : self.offset + size] = value

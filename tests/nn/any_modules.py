@@ -230,7 +230,7 @@ REFUSED = {
     "functional": (Functional, {}, "a.weight"),
     "alpha-dropout": (
         lambda: nn.Sequential(nn.Linear(3, 4), nn.SELU(), nn.AlphaDropout(0.1), nn.Linear(4, 1)),
-        {},
+        {"masks": "shared"},
         "AlphaDropout",
     ),
 }

@@ -124,6 +124,8 @@ def cases() -> dict[str, Case]:
         "heteroscedastic-two-heads": Case(vis.TwoHeads, _normal(5, 2), "heteroscedastic", "mean", _first),
         "residual-mlp-reused-block": Case(vis.ResidualMLP, _normal(5, 3), "regression", "mean", _first),
         "trailing-dropout": Case(vis.trailing, _normal(5, 3), "classification", "logits"),
+        "selu-alpha-dropout": Case(vis.selu_net, _normal(5, 4), "regression", "mean", _first),
+        "rnn-inter-layer-dropout": Case(seq.ElmanRegressor, _normal(4, 6, 3), "regression", "mean", _first),
         "hf-bert": Case(lambda: _hf("bert"), _tokens(3, 8, 40), "classification", "logits"),
         "hf-gpt2": Case(lambda: _hf("gpt2"), _tokens(2, 6, 30), "classification", "logits"),
         "hf-vit": Case(lambda: _hf("vit"), _normal(3, 1, 8, 8), "classification", "logits"),

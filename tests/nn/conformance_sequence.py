@@ -203,3 +203,15 @@ class TextLSTM(nn.Module):
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         _, (h, _) = self.lstm(self.drop(self.embed(tokens)))
         return self.out(h[-1])
+
+
+class ElmanRegressor(nn.Module):
+    """A two-layer nn.RNN with inter-layer dropout (kept as torch's module: its dropout as it draws)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rnn, self.head = nn.RNN(3, 8, num_layers=2, dropout=0.3, batch_first=True), nn.Linear(8, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, _ = self.rnn(x)
+        return self.head(out[:, -1])

@@ -210,3 +210,8 @@ class ResidualMLP(nn.Module):
 
 def trailing() -> nn.Module:
     return nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 2), nn.Dropout(0.3))
+
+
+def selu_net() -> nn.Module:
+    """A self-normalising network with alpha dropout (Klambauer et al.)."""
+    return nn.Sequential(nn.Linear(4, 16), nn.SELU(), nn.AlphaDropout(0.2), nn.Linear(16, 1))

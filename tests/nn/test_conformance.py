@@ -1,6 +1,6 @@
 """The conformance battery: each converted network's MC predictive is the network's own MC dropout.
 
-For every architecture of :mod:`tests.nn.conformance` (26, Hugging Face's skipped where
+For every architecture of :mod:`tests.nn.conformance` (28, Hugging Face's skipped where
 ``transformers`` is absent), ``MCDropout(net)`` given the network as it is:
 (b) 2,000 draws against 2,000 of the network's own passes in MC dropout (its dropout on, batch norm
     on its running statistics, every row drawing its own masks): z-tests on the mean and the sd of

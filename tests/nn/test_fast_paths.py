@@ -48,13 +48,15 @@ def test_channel_dropout_masks_whole_channels_and_inplace_writes_in_place():
     assert result is same
 
 
-def test_the_inverse_cdf_draws_have_the_categorical_distribution():
+@pytest.mark.parametrize("classes", [4, 12], ids=["few-classes-summed", "many-classes-scanned"])
+def test_the_inverse_cdf_draws_have_the_categorical_distribution(classes):
     torch.manual_seed(2)
-    logits = torch.tensor([[0.0, 1.0, -1.0, 2.0], [3.0, 0.0, 0.0, -5.0]])
+    logits = torch.randn(2, classes) * 2
+    logits[1, -1] = -30.0  # a class of (almost) no probability
     draws = Categorical(logits=logits).sample(torch.Size([100_000]))  # [S, 2]
     probs = torch.softmax(logits, -1)
     for row in range(2):
-        freq = torch.bincount(draws[:, row], minlength=4).double() / len(draws)
+        freq = torch.bincount(draws[:, row], minlength=classes).double() / len(draws)
         se = (probs[row] * (1 - probs[row]) / len(draws)).sqrt()
         assert bool(((freq - probs[row]).abs() < 4.5 * se + 1e-12).all()), (freq, probs[row])
     assert torch.allclose(Categorical(logits=logits).probs, probs, atol=1e-6)

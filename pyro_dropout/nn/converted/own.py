@@ -145,12 +145,12 @@ def _decide(verdicts: dict, key: tuple, net: torch.nn.Module, x: torch.Tensor) -
 
 
 def _pieces(draws: int, rows: int, widest_row: int, device: torch.device) -> list[int]:
-    """The draws of a pass split into pieces whose widest tensor fits half the CPU's L2 cache (in
+    """The draws of a pass split into pieces whose widest tensor fits the CPU's L2 cache (in
     prediction: memory-bound layers run faster on a batch that stays in cache than on one large
     batch, ``benchmarks/converted_prediction.py``); one piece on a GPU, or with gradients."""
     if device.type != "cpu" or torch.is_grad_enabled() or widest_row <= 0:
         return [draws]
-    budget = (cache_bytes(2) or 2**21) // 2
+    budget = cache_bytes(2) or 2**21
     per = max(1, min(draws, budget // (widest_row * rows)))
     return [min(per, draws - start) for start in range(0, draws, per)]
 

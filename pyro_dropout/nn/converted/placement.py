@@ -29,6 +29,7 @@ __all__ = [
     "Placement",
     "dropout_of",
     "place_dropouts",
+    "refuse_alpha_dropout",
     "share_dropouts",
 ]
 
@@ -42,6 +43,7 @@ _FUNCTIONAL = {
     F.dropout3d: True,
 }
 _ALPHA = {F.alpha_dropout, F.feature_alpha_dropout, torch.alpha_dropout, torch.feature_alpha_dropout}
+_ALPHA_MODULES = (nn.AlphaDropout, nn.FeatureAlphaDropout)
 _POSITIVE = (nn.ReLU, nn.LeakyReLU, nn.Identity)
 _POSITIVE_FUNCTIONS = {F.relu, torch.relu, F.leaky_relu, torch.nn.functional.relu_}
 _POOLS: tuple[type, ...] = (
@@ -68,23 +70,13 @@ class Placement:
 
 
 def dropout_of(gm: fx.GraphModule, node: fx.Node) -> tuple[float, bool] | None:
-    """``(p, channels)`` of a dropout node (a module or a functional call); ``None`` otherwise."""
+    """``(p, channels)`` of a dropout node (a module or a functional call); ``None`` otherwise
+    (alpha dropout too: it has no Bernoulli-mask family, :func:`refuse_alpha_dropout`)."""
     if node.op == "call_module":
         module = gm.get_submodule(str(node.target))
-        if isinstance(module, nn.AlphaDropout | nn.FeatureAlphaDropout) and module.p > 0:
-            raise ValueError(
-                f"from_module: '{node.target}' is an "
-                f"{type(module).__name__}; alpha dropout (SELU networks) has "
-                "no Bernoulli-mask family: set its p to 0 or remove it"
-            )
-        if isinstance(module, ELEMENT_DROPOUTS + CHANNEL_DROPOUTS):
+        if isinstance(module, ELEMENT_DROPOUTS + CHANNEL_DROPOUTS) and not isinstance(module, _ALPHA_MODULES):
             return float(module.p), isinstance(module, CHANNEL_DROPOUTS)
         return None
-    if node.op == "call_function" and node.target in _ALPHA:
-        raise ValueError(
-            f"from_module: the forward calls {node.target.__name__} at "
-            f"'{node.name}'; alpha dropout is not supported"
-        )
     if node.op != "call_function" or node.target not in _FUNCTIONAL:
         return None
     p = node.kwargs.get("p", node.args[1] if len(node.args) > 1 else 0.5)
@@ -92,7 +84,26 @@ def dropout_of(gm: fx.GraphModule, node: fx.Node) -> tuple[float, bool] | None:
         raise ValueError(
             f"from_module: the dropout rate at '{node.name}' in the forward is not a number ({p!r})"
         )
-    return float(p), _FUNCTIONAL[node.target]
+    training = node.kwargs.get("training", node.args[2] if len(node.args) > 2 else True)
+    return (float(p) if training is not False else 0.0), _FUNCTIONAL[node.target]
+
+
+def refuse_alpha_dropout(gm: fx.GraphModule) -> None:
+    """With ``masks="shared"``: refuse alpha dropout (SELU networks), which has no Bernoulli-mask
+    family (with ``masks="own"`` it draws as the network does)."""
+    for node in gm.graph.nodes:
+        module = gm.get_submodule(str(node.target)) if node.op == "call_module" else None
+        if isinstance(module, _ALPHA_MODULES) and module.p > 0:
+            raise ValueError(
+                f"from_module(masks='shared'): '{node.target}' is an {type(module).__name__}; alpha "
+                "dropout (SELU networks) has no Bernoulli-mask family to share: convert with masks='own' "
+                "(the default), where it draws as the network does, or set its p to 0"
+            )
+        if node.op == "call_function" and node.target in _ALPHA:
+            raise ValueError(
+                f"from_module(masks='shared'): the forward calls {node.target.__name__} at '{node.name}'; "
+                "alpha dropout has no Bernoulli-mask family to share: convert with masks='own' (the default)"
+            )
 
 
 def _passes(gm: fx.GraphModule, node: fx.Node, channels: bool) -> bool:
@@ -205,6 +216,7 @@ def share_dropouts(
     if gm is None:
         return net, [], set()
     refuse_reused_dropouts(gm)
+    refuse_alpha_dropout(gm)
     placed = {str(n.target) for n in placement.placed if n.op == "call_module"}
     edited, mask_sites = _edit_graph(gm, placement)
     return gm if edited else net, mask_sites, placed

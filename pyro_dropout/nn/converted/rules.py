@@ -65,9 +65,11 @@ def check_convertible(net: nn.Module, convertible: set[str], masks: str = "own")
                 "for every row, which a mask shared by the rows of a draw cannot be: convert with "
                 "masks='own' (the default), which keeps that dropout as the module draws it"
             )
-        if isinstance(module, nn.RNN) and not isinstance(module, nn.LSTM | nn.GRU) and module.dropout > 0:
+        plain_rnn = isinstance(module, nn.RNN) and not isinstance(module, nn.LSTM | nn.GRU)
+        if masks == "shared" and plain_rnn and module.dropout > 0:  # "own": torch's, as it draws
             raise ValueError(
-                f"from_module: '{name}' is an nn.RNN with dropout={module.dropout}; only LSTM and GRU convert"
+                f"from_module(masks='shared'): '{name}' is an nn.RNN with dropout={module.dropout}; only "
+                "LSTM and GRU convert: convert with masks='own' (the default), where it draws as torch's"
             )
         if name not in convertible:
             continue
