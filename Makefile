@@ -52,7 +52,6 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/converted_prediction.py
 	$(BIN)/python benchmarks/shared_pass.py
 	$(BIN)/python benchmarks/kfold_cost.py
-	$(BIN)/python benchmarks/kl_passes.py --threads 1
 	$(BIN)/python benchmarks/state_check.py --threads 1
 
 # The UCI benchmark (hours on a 2-core CPU): every METHOD on every DATASET, resumable.

@@ -1,13 +1,13 @@
-"""What ``jit_compile="compile"`` costs before its first fast step, and what a new batch size costs.
+"""What ``graph="compile"`` costs before its first fast step, and what a new batch size costs.
 
 Run: python benchmarks/compile_cost.py [--quick] [--device cpu|cuda]
 
-``CompiledSVI(..., jit_compile="compile")`` on the UCI net (13-50-1, batch 128), each measurement
+``CompiledSVI(...)`` (its default ``graph="compile"``) on the UCI net (13-50-1, batch 128), each measurement
 in a fresh process with one thread and Inductor's on-disk cache in a folder of its own
 (``TORCHINDUCTOR_CACHE_DIR``, created empty for the run):
 
 * ``cold``: an empty cache. The first two steps (the loss is recorded and compiled there), then
-  the first step at a new batch size (37, the short last batch of an epoch: it runs its trace,
+  the first step at a new batch size (37, the short last batch of an epoch: it runs its recorded graph,
   ``COMPILE_AFTER`` calls before it is compiled), and each shape's step after.
 * ``warm``: a second process on the same cache: the same first two steps, the kernels read back.
 * ``every_shape`` (not with ``--quick``): an empty cache again, with every input shape compiled at
@@ -42,18 +42,18 @@ def child(device: str, compile_after: int | None) -> dict:
 
     from pyro_dropout import DropoutELBO, DropoutGuide
     from pyro_dropout.infer import CompiledSVI
-    from pyro_dropout.infer.fast import traced
+    from pyro_dropout.infer.recorded import graph
     from pyro_dropout.nn import MLP
 
     torch.set_num_threads(1)
     if compile_after is not None:
-        traced.COMPILE_AFTER = compile_after
+        graph.COMPILE_AFTER = compile_after
     dev = torch.device(device)
     pyro.set_rng_seed(0)
     model = MLP(13, 1, hidden=(50,), tau=1.0).to(dev)
     guide = DropoutGuide(model, dropout=0.05)
     optim = pyro.optim.Adam({"lr": 1e-3})
-    svi = CompiledSVI(model, guide, optim, DropoutELBO(), jit_compile="compile")
+    svi = CompiledSVI(model, guide, optim, DropoutELBO(), graph="compile")
     data = {b: (torch.randn(b, 13, device=dev), torch.randn(b, device=dev)) for b in (BATCH, SHORT)}
 
     def seconds(batch: int, steps: int = 1) -> float:

@@ -9,9 +9,9 @@ timed interleaved with the raw step (``benchmarks/svi_step.py``'s ``RawStep``, f
 
 * ``raw_graph``: the raw step (forward, backward and a capturable Adam) captured once in a
   ``torch.cuda.CUDAGraph`` and replayed: the fastest a step of this network can be;
-* ``compiled``: ``CompiledSVI`` at its defaults (the loss traced);
-* ``compiled_compile``: ``CompiledSVI(jit_compile="compile")``, Inductor's kernels;
-* ``compiled_compile_graphs``: the same compiled while Inductor's ``triton.cudagraphs`` is on,
+* ``compiled_record``: ``CompiledSVI(graph="record")``, the recorded graph not compiled;
+* ``compiled``: ``CompiledSVI`` at its default (``graph="compile"``), Inductor's kernels;
+* ``compiled_graphs``: the same compiled while Inductor's ``triton.cudagraphs`` is on,
   so the compiled loss and its gradient replay as CUDA graphs (the optimizer's update stays
   outside them). Inductor's counters are stored (``inductor_counters``): a graph Inductor
   declined to capture shows there as a ``cudagraph_skips`` entry. From one seed, six steps with
@@ -19,7 +19,7 @@ timed interleaved with the raw step (``benchmarks/svi_step.py``'s ``RawStep``, f
   stale masks would not.
 
 Ratios are medians over raw's median in the same blocks (``*_vs_raw``). On a CPU only ``raw``
-and ``compiled`` run (a smoke test); the graph paths need CUDA.
+and ``compiled_record`` run (a smoke test); the graph paths need CUDA.
 """
 
 from __future__ import annotations
@@ -71,10 +71,9 @@ def graphed(raw: RawStep, x: torch.Tensor, y: torch.Tensor):
 
 
 def library_step(kind: str, sizes, classes, make_loss, device, x, y, row: dict):
-    """A ``CompiledSVI`` path, its first two steps (tracing or compiling) timed apart."""
-    base = "compiled" if kind == "compiled" else "compiled_compile"  # the graphs path compiles too
+    """A ``CompiledSVI`` path, its first two steps (recording or compiling) timed apart."""
+    base = "compiled_record" if kind == "compiled_record" else "compiled"  # the graphs path compiles too
     svi, _, _ = library(base, sizes, classes, make_loss(), device)
-    assert svi.jit_compile
     from torch._inductor import config
 
     start = time.perf_counter()
@@ -94,7 +93,7 @@ def graphs_train_as_without(sizes, classes, make_loss, device, x, y, steps: int 
     losses = {}
     for graphs in (False, True):
         torch.manual_seed(0)
-        svi, _, _ = library("compiled_compile", sizes, classes, make_loss(), device)
+        svi, _, _ = library("compiled", sizes, classes, make_loss(), device)
         torch.manual_seed(1)
         with config.patch({"triton.cudagraphs": graphs}):
             losses[graphs] = [svi.step(x, y, num_data=N_DATA) for _ in range(steps)]
@@ -116,7 +115,7 @@ def case(name, sizes, classes, loss_name, device, steps, blocks) -> dict:
     cuda = device.type == "cuda"
     raw = RawStep(sizes, classes, k, alpha, device, {"fused": True} if cuda else {"foreach": True})
     row: dict = {"case": name, "batch": 128, "loss": loss_name, "particles": k}
-    kinds = ["raw_graph", "compiled", "compiled_compile", "compiled_compile_graphs"] if cuda else ["compiled"]
+    kinds = ["raw_graph", "compiled_record", "compiled", "compiled_graphs"] if cuda else ["compiled_record"]
     for kind in kinds:  # one path per group, each interleaved with raw
         try:
             if kind == "raw_graph":

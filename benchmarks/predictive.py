@@ -6,10 +6,9 @@ Run: python benchmarks/predictive.py [--device auto|cpu|cuda] [--quick]
    network's products (2 T N (13·50 + 50·1)) and as a fraction of the machine's square GEMM
    rate (a 2048² product), measured in one run, interleaved:
 
-   * ``predict`` with its default chunks (sized from the cache, replayed from a trace that is
-     kept with the guide for later calls), with 100-draw chunks (the old default), with
-     ``jit=False``, and on a GPU with all draws in one chunk; and, apart, the first call on a
-     new guide, which makes the trace;
+   * ``predict`` with its default chunks (sized from the cache, each chunk's draws one batched
+     pass of the model), with 100-draw chunks (the old default), and on a GPU with all draws in
+     one chunk; and, apart, the first call on a new guide, which makes its checks;
    * peers (``predictive_peers.py``): a raw PyTorch loop, one draw at a time; bayesian-torch's
      layers, one forward pass per draw (skipped where it is not installed);
    * the batched matrix products of the same FLOPs, ``x @ W1[t].T`` and ``h @ W2[t].T`` for all
@@ -59,8 +58,8 @@ def equal_flop_matmul(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor) -> to
 
 
 def first_call(device: torch.device, t: int, n: int, repeats: int = 3) -> float:
-    """Seconds of ``predict``'s first call on a new model and guide (the trace made, none kept
-    from before): the fastest of ``repeats``, each on its own new pair."""
+    """Seconds of ``predict``'s first call on a new model and guide (its batching checks made,
+    none kept from before): the fastest of ``repeats``, each on its own new pair."""
     times = []
     for _ in range(repeats):
         model, guide, x = uci_model(device, n)
@@ -82,7 +81,6 @@ def speed(device: torch.device, t: int, n: int, blocks: int) -> dict:
         "predict_chunk_100": lambda: predict(
             model, guide, x, num_samples=t, chunk_size=100, return_sites=["mean"]
         ),
-        "predict_eager": lambda: predict(model, guide, x, num_samples=t, return_sites=["mean"], jit=False),
         "raw_loop": raw_loop(x, t),
         "bayesian_torch_loop": bayesian_torch_loop(x, t),
         "square_gemm": gemm,

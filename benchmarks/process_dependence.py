@@ -2,12 +2,12 @@
 
 Run: python benchmarks/process_dependence.py --threads 1 [--quick] [--path svi_joint]
 
-One path of benchmarks/svi_step.py (default ``svi_joint``: plain ``SVI``, ``jit="compile"``,
+One path of benchmarks/svi_step.py (default ``svi_joint``: plain ``SVI``, ``graph="compile"``,
 ``JointOptim``) on the UCI net (13-50-1, batch 128) is timed interleaved with the raw step,
 in one process, in these states, one after another:
 
 1. ``alone``, twice: only the raw step and the path are alive;
-2. ``contenders``: twelve other models and their SVI objects (``CompiledSVI`` and Pyro's
+2. ``contenders``: twelve other models and their SVI objects (``CompiledSVI(graph="record")`` and Pyro's
    ``AutoNormal``, UCI nets and 784-256-10 nets, a few steps each) are kept alive beside them;
 3. ``gc_frozen``: the same, with every object moved out of the garbage collector's reach
    (``gc.freeze()``);
@@ -38,9 +38,9 @@ SIZES, BATCH = [13, 50, 1], 128
 
 
 def make_path(kind: str, x: torch.Tensor, y: torch.Tensor):
-    loss = bench.DropoutELBO(jit=bench.JITS.get(kind, "auto"))
+    loss = bench.DropoutELBO(**({"graph": bench.MODES[kind]} if kind in bench.MODES else {}))
     svi, _, _ = bench.library(kind, SIZES, False, loss, torch.device("cpu"))
-    for _ in range(bench.AUTO_AFTER + 8):  # past the eager steps and the compile
+    for _ in range(bench.WARM_UP + 8):  # past the eager steps and the compile
         svi.step(x, y, num_data=bench.N_DATA)
     return svi
 
@@ -48,7 +48,7 @@ def make_path(kind: str, x: torch.Tensor, y: torch.Tensor):
 def contenders(x: torch.Tensor, y: torch.Tensor) -> list:
     kept = []
     for i in range(12):
-        kind = ("compiled", "autonormal")[i % 2]
+        kind = ("compiled_record", "autonormal")[i % 2]
         wide = i % 3 == 2
         sizes = [784, 256, 10] if wide else SIZES
         loss = bench.Trace_ELBO() if kind == "autonormal" else bench.DropoutELBO()

@@ -1,11 +1,11 @@
-"""The per-step check of the modules' Python values that a trace freezes: ``StateWatch`` (checks
+"""The per-step check of the modules' Python values that a recorded graph freezes: ``StateWatch`` (checks
 the objects by identity, recomputes on a change) against ``python_state`` (builds every name and
-key, the check before it), alone and inside a traced ``CompiledSVI`` step against the raw step.
+key, the check before it), alone and inside a ``CompiledSVI(graph="record")`` step against the raw step.
 
 Run: python benchmarks/state_check.py [--threads 1] [--quick]
 
 In one process, interleaved, best block: one check of the UCI net's model and guide (13-50-1) and
-of a deeper one (13-50-50-50-1) by each route, then the UCI net's ``CompiledSVI`` step (batch 32,
+of a deeper one (13-50-50-50-1) by each route, then the UCI net's recorded ``CompiledSVI`` step (batch 32,
 ``DropoutELBO``) with each route, against ``benchmarks/svi_step.py``'s raw PyTorch step. Checks
 that both routes give the same state.
 """
@@ -25,7 +25,7 @@ from common import interleaved_best, machine, write
 from svi_step import N_DATA, RAW_ADAMS, RawStep, library
 
 from pyro_dropout import DropoutELBO, DropoutGuide
-from pyro_dropout.infer.fast.frozen import StateWatch, python_state
+from pyro_dropout.infer.recorded.state import StateWatch, python_state
 from pyro_dropout.nn import MLP
 
 
@@ -45,11 +45,11 @@ def step_runners() -> dict[str, object]:
     raw = RawStep([13, 50, 1], False, 1, None, torch.device("cpu"), RAW_ADAMS["fused"])
     out: dict[str, object] = {"raw step": lambda: raw.step(x, y)}
     for route in ("python_state", "StateWatch"):
-        svi, model, guide = library("compiled", [13, 50, 1], False, DropoutELBO(), torch.device("cpu"))
+        svi, model, guide = library("compiled_record", [13, 50, 1], False, DropoutELBO(), torch.device("cpu"))
         if route == "python_state":  # the check before StateWatch
-            svi._traced._state = lambda model=model, guide=guide: lambda: python_state(model, guide)
+            svi._recorded.state = lambda model=model, guide=guide: python_state(model, guide)
         out[f"CompiledSVI, {route}"] = lambda svi=svi: svi.step(x, y, num_data=N_DATA)
-        for _ in range(3):  # parameters made, the loss traced
+        for _ in range(3):  # parameters made, the loss recorded
             svi.step(x, y, num_data=N_DATA)
     return out
 

@@ -8,19 +8,21 @@ Networks: the UCI net (13-50-1, Gaussian likelihood, batch 32 and 128) and a wid
 particle, and BBAlpha(0.5) with K = 10 particles. Timings:
 
 * ``svi``: ``pyro.infer.SVI`` with ``DropoutGuide`` and the loss at its defaults (what the
-  README's quick start runs: ``jit="auto"``, eager for each input shape's first steps, then
-  traced); those first steps are run and timed apart (``svi_warm_s``);
+  README's quick start runs: eager for each input shape's first steps, then its recorded graph);
+  those first steps are run and timed apart (``svi_warm_s``);
 * ``svi_fused``: the same with ``pyro.optim.Adam({"lr": ..., "fused": True})``: each of Pyro's
   per-parameter optimizers PyTorch's fused Adam instead of its for-loop form (the CPU's default);
-* ``svi_eager``: the same with ``jit=False``, the loss run eagerly at every step;
-* ``svi_jit``: ``pyro.infer.SVI`` with the loss's traced fast path (``jit=True``);
+* ``svi_eager``: the same with ``graph="eager"``, the loss run eagerly at every step;
+* ``svi_record``: ``pyro.infer.SVI`` with the loss's recorded graph from the second step
+  (``graph="record"``);
 * ``svi_compile``: ``pyro.infer.SVI`` with the loss compiled by ``torch.compile``
-  (``jit="compile"``); its first two steps, which compile, are timed apart (``*_compile_s``:
+  (``graph="compile"``); its first two steps, which compile, are timed apart (``*_compile_s``:
   with Inductor's on-disk cache cold, the first case also pays for starting the compiler);
 * ``svi_joint``: the same with ``pyro_dropout.infer.JointOptim(torch.optim.Adam, ...)`` (one
   PyTorch optimizer for all parameters) instead of ``pyro.optim.Adam`` (one per parameter);
-* ``compiled``: ``pyro_dropout.infer.CompiledSVI`` at its defaults (the loss traced);
-* ``compiled_compile``: ``CompiledSVI(..., jit_compile="compile")``;
+* ``compiled``: ``pyro_dropout.infer.CompiledSVI`` at its defaults (the loss and its gradient
+  compiled, ``graph="compile"``), its first two steps timed apart;
+* ``compiled_record``: ``CompiledSVI(..., graph="record")``, the recorded graph not compiled;
 * ``autonormal`` (ELBO only): Pyro's ``AutoNormal`` guide and ``Trace_ELBO`` on the same MLP
   under N(0, 1) priors, the mean-field peer inside Pyro;
 * ``raw``, the baseline: a hand-written PyTorch step with the same network, loss (likelihood
@@ -32,8 +34,8 @@ particle, and BBAlpha(0.5) with K = 10 particles. Timings:
 Each path runs in a group interleaved with ``raw`` (``blocks`` rounds), and its ratio is its
 median over raw's median in the same blocks (``*_vs_raw``; the ratio of the minimums too,
 ``*_vs_raw_min``), so that a slow spell of the machine during one group does not skew its
-ratio. The benchmark also checks its result: with the same seed the traced loss (``JitLoss``,
-which ``CompiledSVI`` and ``jit=True`` share) equals the eager loss.
+ratio. The benchmark also checks its result: with the same seed the recorded loss (``GraphLoss``,
+whose recording ``CompiledSVI`` shares) equals the eager loss.
 """
 
 from __future__ import annotations
@@ -57,8 +59,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import interleaved_times, machine, pick_device, write
 
 from pyro_dropout import BBAlpha, DropoutELBO, DropoutGuide
-from pyro_dropout.infer import CompiledSVI, JitLoss, JointOptim
-from pyro_dropout.infer.fast.traced import AUTO_AFTER
+from pyro_dropout.infer import CompiledSVI, GraphLoss, JointOptim
+from pyro_dropout.infer.recorded.graph import WARM_UP
 from pyro_dropout.nn import MLP
 
 P, TAU, N_DATA, LR = 0.05, 1.0, 10_000, 1e-3
@@ -153,22 +155,22 @@ def library(kind: str, sizes: list[int], classes: bool, loss, device: torch.devi
         else pyro.optim.Adam({"lr": LR, **fused})
     )
     if kind.startswith("compiled"):
-        jit_compile = "compile" if kind == "compiled_compile" else True
-        return CompiledSVI(model, guide, optim, loss, jit_compile=jit_compile), model, guide
+        graph = "record" if kind == "compiled_record" else "compile"
+        return CompiledSVI(model, guide, optim, loss, graph=graph), model, guide
     return SVI(model, guide, optim, loss), model, guide
 
 
 def check_compiled_matches_eager(sizes, classes, make_loss, device, x, y) -> float:
-    """Same seed, same masks: the traced loss equals the eager loss."""
+    """Same seed, same masks: the recorded loss equals the eager loss."""
     _, model, guide = library("svi", sizes, classes, make_loss(), device)
-    traced = JitLoss(make_loss(), model, guide)
-    traced((x, y), {"num_data": N_DATA})  # eager: creates the parameters, learns their names
+    recorded = GraphLoss(make_loss(), model, guide, "record", default=False)
+    recorded((x, y), {"num_data": N_DATA})  # eager: creates the parameters, learns their names
     eager_loss = make_loss()
     eager_loss.differentiable_loss(
         model, guide, x, y, num_data=N_DATA
     )  # first call guesses the plate nesting
     pyro.set_rng_seed(123)
-    compiled = traced((x, y), {"num_data": N_DATA}).item()
+    compiled = recorded((x, y), {"num_data": N_DATA}).item()
     pyro.set_rng_seed(123)
     eager = eager_loss.differentiable_loss(model, guide, x, y, num_data=N_DATA).item()
     assert math.isclose(compiled, eager, rel_tol=1e-4), (compiled, eager)
@@ -180,18 +182,13 @@ RAW_ADAMS = {"for-loop": {"foreach": False}, "foreach": {"foreach": True}, "fuse
 # the library's paths and Pyro's AutoNormal, timed in groups, each interleaved with the raw step;
 # one path per group: each group sets up its own guide (two live guides of one model's names
 # share Pyro's param store, and the guides refuse that)
-GROUPS = (("compiled",), ("svi",), ("svi_fused",), ("svi_eager",), ("svi_jit",), ("svi_compile",))
-GROUPS += (("svi_joint",), ("compiled_compile",))
-JITS: dict[str, bool | str] = {
-    "svi_eager": False,
-    "svi_jit": True,
-    "svi_compile": "compile",
-    "svi_joint": "compile",
-}
-COMPILING = ("svi_compile", "svi_joint", "compiled_compile")  # first step timed apart
-# the default jit="auto" runs each input shape eagerly AUTO_AFTER times before tracing it: those
-# first steps are timed apart, and the timed steps are the long run's
-WARM = {"svi": AUTO_AFTER + 2, "svi_fused": AUTO_AFTER + 2}
+GROUPS = (("compiled",), ("svi",), ("svi_fused",), ("svi_eager",), ("svi_record",), ("svi_compile",))
+GROUPS += (("svi_joint",), ("compiled_record",))
+MODES = {"svi_eager": "eager", "svi_record": "record", "svi_compile": "compile", "svi_joint": "compile"}
+COMPILING = ("svi_compile", "svi_joint", "compiled")  # first step timed apart
+# the default runs each input shape eagerly WARM_UP times before recording it: those first steps
+# are timed apart, and the timed steps are the long run's
+WARM = {"svi": WARM_UP + 2, "svi_fused": WARM_UP + 2}
 
 
 def case(name, sizes, classes, batch, loss_name, device, steps, blocks, compile_paths=True) -> dict:
@@ -202,8 +199,8 @@ def case(name, sizes, classes, batch, loss_name, device, steps, blocks, compile_
     ).to(device)
     k, alpha = (1, None) if loss_name == "elbo" else (10, 0.5)
 
-    def make_loss(jit: bool | str | None = None):  # None: the loss's default
-        kw = {} if jit is None else {"jit": jit}
+    def make_loss(graph: str | None = None):  # None: the loss's default
+        kw = {} if graph is None else {"graph": graph}
         return DropoutELBO(**kw) if alpha is None else BBAlpha(alpha, num_particles=k, **kw)
 
     row: dict = {"case": name, "batch": batch, "loss": loss_name, "particles": k}
@@ -219,7 +216,7 @@ def case(name, sizes, classes, batch, loss_name, device, steps, blocks, compile_
     for kinds in groups:
         runners = {"raw": lambda: raw.step(x, y)}
         for kind in kinds:
-            loss = Trace_ELBO() if kind == "autonormal" else make_loss(jit=JITS.get(kind))
+            loss = Trace_ELBO() if kind == "autonormal" else make_loss(MODES.get(kind))
             svi, _, _ = library(kind, sizes, classes, loss, device)
             runners[kind] = lambda svi=svi: svi.step(x, y, num_data=N_DATA)
             if kind in COMPILING:  # the first two steps: one eager (SVI) or not, one that compiles
@@ -254,12 +251,12 @@ def case(name, sizes, classes, batch, loss_name, device, steps, blocks, compile_
 LABELS = {
     "svi": "SVI, DropoutELBO() / BBAlpha(0.5)",
     "svi_fused": "SVI, the default loss, Adam fused=True",
-    "svi_eager": "SVI, jit=False (eager)",
-    "svi_jit": "SVI, jit=True",
-    "svi_compile": 'SVI, jit="compile"',
-    "svi_joint": 'SVI, jit="compile", JointOptim',
-    "compiled": "CompiledSVI",
-    "compiled_compile": 'CompiledSVI(jit_compile="compile")',
+    "svi_eager": 'SVI, graph="eager"',
+    "svi_record": 'SVI, graph="record"',
+    "svi_compile": 'SVI, graph="compile"',
+    "svi_joint": 'SVI, graph="compile", JointOptim',
+    "compiled": "CompiledSVI (compiles)",
+    "compiled_record": 'CompiledSVI(graph="record")',
     "autonormal": "SVI, Pyro AutoNormal + Trace_ELBO",
 }
 

@@ -2,8 +2,6 @@ r"""Bernoulli dropout: the variational family of MC dropout (Gal & Ghahramani, 2
 
 from __future__ import annotations
 
-import sys
-
 import torch
 
 from .masked_weight import MaskedWeight
@@ -19,8 +17,9 @@ def _keep_kernel(threshold: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return words.view(torch.int32)[:n].view(like.shape) <= threshold
 
 
-# An op of its own so that torch.jit.trace (CompiledSVI) records it whole: the tracer has no rule
-# for the dtype view that splits each random 64-bit word into two 32-bit integers. Registered with
+# An op of its own so that a recorded graph (make_fx, torch.compile) holds it whole: one random
+# operation, where the dtype view that splits each random 64-bit word into two 32-bit integers
+# would be a view of an integer tensor the recorder and Inductor would have to follow. Registered with
 # the dispatcher directly, one kernel for every device: a draw costs no autograd wrapper (its
 # result is boolean), about 25 us a call against 47 us as a ``torch.library.custom_op``.
 _LIBRARY = torch.library.Library("pyro_dropout", "FRAGMENT")
@@ -36,25 +35,11 @@ def _(threshold: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
 _keep_op = torch.ops.pyro_dropout.bernoulli_keep.default
 
 
-# a traced call of the op above calls back into Python (tens of microseconds): masks up to this many
-# entries are traced as plain ops instead, which draw the same bits at a few more passes
-TRACED_INLINE_MAX = 1 << 16
-
-
-def _keep_inline(threshold: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    """The op's draws from ops the tracer records: each word's two 32-bit halves, sign-extended,
-    low half first, as ``view(torch.int32)`` orders them on a little-endian machine."""
-    n = like.numel()
-    words = torch.empty((n + 1) // 2, dtype=torch.int64, device=like.device).random_(_WORD_MIN, None)
-    halves = torch.stack(((words << 32) >> 32, words >> 32), dim=-1).reshape(-1)[:n]
-    return halves.view(like.shape) <= threshold.to(torch.int64)
-
-
 def keep_threshold(keep_prob: torch.Tensor | float, device: torch.device) -> torch.Tensor:
     r"""The int32 ``t`` with :math:`P(\text{bits} \le t) = \mathrm{round}(\text{keep\_prob} \cdot
     2^{32}) / 2^{32}` for uniform int32 bits. A float's is worked out in Python (doubles, ties to
-    even, as ``torch.round``), so a trace holds one constant, not seven operations a step."""
-    if isinstance(keep_prob, torch.Tensor):  # traced as an op (torch.as_tensor would be frozen)
+    even, as ``torch.round``), so a recorded graph holds one constant, not seven operations a step."""
+    if isinstance(keep_prob, torch.Tensor):  # recorded as an op (torch.as_tensor would be frozen)
         keep = keep_prob.detach().to(torch.float64)
         return (torch.round(keep * 2.0**32) - (2**31 + 1)).clamp(-(2**31), 2**31 - 1).to(torch.int32)
     bits = min(max(round(float(keep_prob) * 2.0**32) - (2**31 + 1), -(2**31)), 2**31 - 1)
@@ -76,13 +61,6 @@ def bernoulli_keep(shape: torch.Size, keep_prob: torch.Tensor | float, device: t
     """
     threshold = keep_threshold(keep_prob, device)
     like = torch.empty((), device=device).expand(shape)  # the shape, no memory
-    # only when tracing; the size from the shape's numbers (a traced numel is a traced value)
-    if (
-        torch.jit.is_tracing()
-        and sys.byteorder == "little"
-        and torch.Size(shape).numel() <= TRACED_INLINE_MAX
-    ):
-        return _keep_inline(threshold, like)
     return _keep_op(threshold, like)
 
 

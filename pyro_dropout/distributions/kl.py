@@ -50,7 +50,6 @@ from .concrete_dropout import ConcreteDropout
 from .masked_weight import MaskedWeight
 from .network_dropout import NetworkDropout
 from .quantised_gaussian import QuantisedGaussian
-from .squares import weight_squares
 
 __all__ = ["bernoulli_entropy", "kl_masked_gaussian"]
 
@@ -135,9 +134,7 @@ def kl_masked_gaussian(
         # one prior for all of a site's weights (per batch element, e.g. per run): sum first,
         # scale after
         mu, scale = mu_batch, scale_batch
-        squares = weight_squares(loc, mu, ratio, event)  # a large site's in few passes
-        if squares is None:
-            squares = _small_squares(loc, mu.reshape(mu.shape + (1,) * len(event)), ratio, event)
+        squares = _small_squares(loc, mu.reshape(mu.shape + (1,) * len(event)), ratio, event)
         n = math.prod(event)
         # the parts without M (a fixed p's entropy too) in one constant: one differentiable op
         constant = n * (scale.log() + (_HALF_LOG_2PI - log_resolution)) - _fixed_entropy(q)

@@ -1,4 +1,4 @@
-"""Inference: the dropout ELBO, the BB-alpha energy, and SVI's fast paths.
+"""Inference: the dropout ELBO, the BB-alpha energy, and their recorded graphs (``graph=``).
 
 Prediction (``predict`` and the rest) is `pyro_dropout.prediction`.
 """
@@ -7,17 +7,15 @@ from .bbalpha import BBAlpha, log_mean_exp
 from .compiled_svi import CompiledSVI
 from .divergence import DivergenceError
 from .elbo import DropoutELBO
-from .fast.jit_loss import JitLoss
-from .fast.spot_check import StaleTraceError
 from .joint_optim import JointOptim
+from .recorded.loss import GraphLoss
 
 __all__ = [
     "BBAlpha",
     "CompiledSVI",
     "DivergenceError",
     "DropoutELBO",
-    "JitLoss",
+    "GraphLoss",
     "JointOptim",
-    "StaleTraceError",
     "log_mean_exp",
 ]

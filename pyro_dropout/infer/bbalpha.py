@@ -11,8 +11,7 @@ from pyro.infer import ELBO
 from pyro.poutine.trace_struct import Trace
 
 from ..ops import log_mean_exp
-from .fast.compiled import check_jit
-from .input_checks import check_finite_inputs, check_not_empty
+from .input_checks import check_finite_inputs, check_graph, check_not_empty, refuse_jit
 from .loss_terms import (
     PARTICLE_PLATE,
     DropoutTraceMixin,
@@ -84,9 +83,9 @@ class BBAlpha(DropoutTraceMixin, ELBO):
     :param per_example_masks: draw the ``K`` masks of each data point independently of
         the other points' (each per-point term still averages ``K`` draws), instead of
         ``K`` masks shared by the minibatch (:mod:`pyro_dropout.nn.masking`).
-    :param jit: ``"auto"`` (default): trace the loss once per input shape after its first 32
-        eager steps, where a trace can be exact; ``True``: trace from the second step; ``"compile"``:
-        also compile; ``False``: eager; as :class:`~pyro_dropout.infer.DropoutELBO` does.
+    :param graph: ``"record"``, ``"compile"`` or ``"eager"``, as for
+        :class:`~pyro_dropout.infer.DropoutELBO` (default: recorded after each input shape's
+        first 32 eager steps, where a graph can be exact).
 
     References
 
@@ -102,9 +101,10 @@ class BBAlpha(DropoutTraceMixin, ELBO):
         max_plate_nesting: float = float("inf"),
         check_finite: bool = True,
         per_example_masks: bool = False,
-        jit: bool | str = "auto",
+        graph: str | None = None,
         **kwargs: Any,
     ) -> None:
+        refuse_jit(kwargs, "BBAlpha")
         if isinstance(alpha, bool) or not (
             isinstance(alpha, int | float) and math.isfinite(alpha) and alpha > 0
         ):
@@ -120,7 +120,8 @@ class BBAlpha(DropoutTraceMixin, ELBO):
         self.alpha = float(alpha)
         self.check_finite = check_finite
         self.per_example_masks = bool(per_example_masks)
-        self.jit = check_jit("BBAlpha", jit)
+        self.graph = "record" if graph is None else check_graph("BBAlpha", graph)
+        self.graph_default = graph is None
 
     def _particle_terms(self, model: Callable, guide: Callable, args: tuple, kwargs: dict) -> tuple:
         """The mean KL over particles and the per-factor log-likelihoods ``[K, ...]``."""

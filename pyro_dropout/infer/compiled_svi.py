@@ -1,9 +1,8 @@
-r"""``CompiledSVI``: SVI with a traced loss and one optimizer for all parameters."""
+r"""``CompiledSVI``: SVI with the loss compiled once per input shape and one optimizer for all
+parameters: the fast entry point."""
 
 from __future__ import annotations
 
-import copy
-import inspect
 import math
 from collections.abc import Callable
 from typing import Any, cast
@@ -14,41 +13,37 @@ from pyro import poutine
 from pyro.infer import SVI
 from pyro.infer.util import is_validation_enabled
 from pyro.optim import PyroOptim
+from pyro.optim.lr_scheduler import PyroLRScheduler
 
 from .divergence import check_gradients, check_loss
-from .fast.compiled import check_jit
-from .fast.frozen import StateWatch
-from .fast.traced import TracedLoss, rng_state, set_rng_state_on
-from .input_checks import check_finite_inputs, check_not_empty, checked_outside
+from .input_checks import check_finite_inputs, check_graph, check_not_empty, checked_outside, refuse_jit
+from .joint_optim import one_optimizer
+from .recorded.graph import RecordedLoss
+from .recorded.state import StateWatch
+from .resume import Resumable
 
 __all__ = ["CompiledSVI"]
 
 
-class CompiledSVI(SVI):
+class CompiledSVI(Resumable, SVI):
     r"""Stochastic variational inference with a compiled loss: ``pyro.infer.SVI``, faster.
 
-    The same constructor and ``step`` as :class:`~pyro.infer.SVI`. On the first step it
-    collects every parameter of the model and guide, builds **one** optimizer for all of
-    them from the ``pyro.optim`` object's PyTorch constructor and arguments (``foreach``
-    updates where available), and traces the loss with :func:`torch.jit.trace`, the
-    parameters and tensor arguments as the trace's inputs. Random draws (dropout masks)
-    stay random ops in the trace, so each step draws fresh masks. Later steps run the
-    compiled graph: none of Pyro's per-site Python machinery runs, which on small networks
-    is most of the time of an SVI step (see ``benchmarks/svi_step.py``).
+    The same constructor and ``step`` as :class:`~pyro.infer.SVI`. The first step collects every
+    parameter of the model and guide and builds **one** optimizer for all of them from the
+    ``pyro.optim`` object's constructor and arguments (fused updates where available). The loss
+    is recorded once per input shape as a graph of ATen operations (:mod:`pyro_dropout.infer.recorded`)
+    and compiled by :func:`torch.compile` (``graph="compile"``, the default: the loss and its
+    gradient in fused kernels; a first compile takes seconds, cached on disk by Inductor; a later
+    input shape, such as a short last batch, runs its recorded graph until its 1,000th call).
+    ``graph="record"``: the recorded graph, not compiled; ``graph="eager"``: the loss run eagerly.
+    Dropout masks stay random operations: each step draws fresh ones.
 
-    A new trace is made for every new combination of tensor shapes and non-tensor
-    arguments (e.g. a smaller last minibatch). Requirements, as for any traced code: the
-    model and guide have a static structure, and create all their parameters on the first
-    step. ``jit_compile=False`` keeps the single optimizer but runs the loss eagerly;
-    ``jit_compile="compile"`` also compiles the trace with :func:`torch.compile` (fused
-    kernels for the loss and its gradient, after a first compile of seconds to a minute; a
-    later input shape is traced until its 1,000th call; see
-    :mod:`pyro_dropout.infer.fast.compiled`).
-
-    PyTorch deprecates TorchScript, :func:`torch.jit.trace` included, from 2.11; in 2.13, the
-    version tested here, it still works and warns on each trace (silenced here with the
-    tracer's other warnings). Should a later PyTorch drop it, ``jit_compile=False`` keeps the
-    rest.
+    A graph is recorded anew for each combination of tensor shapes, other arguments and Python
+    values of the model's and guide's modules; a change no key can see (a global, a closure) is
+    found by the spot checks and recorded again (or call :meth:`retrace`). The model and guide
+    must create all their parameters on the first step; learning-rate schedulers are refused
+    (``pyro.infer.SVI`` takes them). :meth:`state_dict` and :meth:`load_state_dict` resume a fit
+    exactly.
 
     Usage:
 
@@ -58,6 +53,7 @@ class CompiledSVI(SVI):
 
     :param loss: a loss with ``differentiable_loss`` (``DropoutELBO``, ``BBAlpha`` or any
         Pyro ``ELBO``).
+    :param graph: ``"compile"`` (default), ``"record"`` or ``"eager"``.
     """
 
     def __init__(
@@ -67,9 +63,15 @@ class CompiledSVI(SVI):
         optim: PyroOptim,
         loss: Any,
         *,
-        jit_compile: bool | str = True,
+        graph: str = "compile",
         **kwargs: Any,
     ) -> None:
+        refuse_jit(kwargs, "CompiledSVI")
+        if isinstance(optim, PyroLRScheduler):
+            raise ValueError(
+                f"CompiledSVI does not step a learning-rate scheduler ({type(optim).__name__} of "
+                f"{optim.pt_scheduler_constructor.__name__}): use pyro.infer.SVI, or a fixed lr"
+            )
         if not isinstance(optim, PyroOptim) or not hasattr(optim, "pt_optim_constructor"):
             raise ValueError(
                 "CompiledSVI needs a pyro.optim optimizer such as pyro.optim.Adam({...}); "
@@ -81,13 +83,13 @@ class CompiledSVI(SVI):
             )
         super().__init__(model, guide, optim, loss, **kwargs)
         self.objective = loss  # SVI keeps only the bound methods of the loss
-        mode = check_jit("CompiledSVI", jit_compile)
-        self.jit_compile = bool(mode)
+        self.graph = check_graph("CompiledSVI", graph)
         self._names: list[str] = []
         self._params: list[torch.Tensor] | None = None
         self._optimizer: torch.optim.Optimizer | None = None
-        # the trace's key: the modules' Python values it freezes
-        self._traced = TracedLoss(self._loss, mode or "trace", StateWatch(model, guide), "CompiledSVI")
+        # the graph's key: the modules' Python values it freezes
+        state = StateWatch(model, guide)
+        self._recorded = RecordedLoss(self._loss, self.graph, state, f"CompiledSVI(graph={self.graph!r})")
         self._pending: dict[str, Any] | None = None  # a state to load once the parameters exist
         self.steps = 0  # steps taken by this object (the step number in a divergence error)
 
@@ -102,30 +104,17 @@ class CompiledSVI(SVI):
         # the traced values, not the param store: with pyro.settings module_local_params=True
         # a PyroModule's parameters are not in the store
         self._params = [cast(Any, capture.trace.nodes[name]["value"]).unconstrained() for name in names]
-        constructor = self.optim.pt_optim_constructor
-        settings = self.optim.pt_optim_args
-        accepts = inspect.signature(constructor).parameters
-        if callable(settings):
-            groups = [{"params": [p], **settings(n)} for n, p in zip(names, self._params, strict=True)]
-        else:
-            groups = [{"params": self._params, **settings}]
-        extra = _update_kernel(accepts, groups, self._params)
-        try:
-            self._optimizer = constructor(groups, **extra)
-        except (RuntimeError, ValueError):
-            if "fused" not in extra:
-                raise
-            self._optimizer = constructor(groups)  # a fused update this optimizer or device lacks
+        self._optimizer = one_optimizer(self.optim, names, self._params)
 
     def _loss(self, *args: Any, **kwargs: Any) -> torch.Tensor:
         with pyro.validation_enabled(False), checked_outside():  # step checks the inputs
             return self.objective.differentiable_loss(self.model, self.guide, *args, **kwargs)
 
     def retrace(self) -> None:
-        """Trace the loss again at the next step: after changing a Python value it reads that
-        is not an attribute of the model's or guide's modules (those are checked at every
-        step), such as a global or a closure's variable."""
-        self._traced.retrace()
+        """Record the loss again at the next step: after changing a Python value it reads that is
+        not an attribute of the model's or guide's modules (those are part of its key), such as a
+        global or a closure's variable."""
+        self._recorded.retrace()
 
     def setup(self, *args: Any, **kwargs: Any) -> None:
         """Create the parameters and the optimizer, as the first :meth:`step` does, without a
@@ -143,8 +132,8 @@ class CompiledSVI(SVI):
         check_not_empty(args, kwargs)
         self.setup(*args, **kwargs)
         assert self._optimizer is not None
-        if self.jit_compile:
-            loss = self._traced(cast(list, self._params), args, kwargs)
+        if self.graph != "eager":
+            loss = self._recorded(cast(list, self._params), args, kwargs)
         else:
             loss = self.objective.differentiable_loss(self.model, self.guide, *args, **kwargs)
         value = float(loss.detach())
@@ -163,71 +152,7 @@ class CompiledSVI(SVI):
             param.grad = None
         return value
 
-    # --- saving and resuming ----------------------------------------------------------
-    def state_dict(self) -> dict[str, Any]:
-        """The state of training after the steps so far: every parameter (unconstrained), the
-        optimizer's state (e.g. Adam's moments and step counts), and the random-number state
-        of Python, NumPy and PyTorch (the parameters' GPU too), which draws the masks.
-
-        :meth:`load_state_dict` on a ``CompiledSVI`` of the same model and guide, in a fresh
-        process, continues exactly where this one stands: the same steps on the same batches
-        give the same parameters as if training had never stopped.
-        """
-        if self._optimizer is None or self._params is None:
-            raise RuntimeError("CompiledSVI.state_dict: no step has run yet, so there is no state")
-        return {
-            "params": {n: p.detach().clone() for n, p in zip(self._names, self._params, strict=True)},
-            "optimizer": copy.deepcopy(self._optimizer.state_dict()),
-            "rng": rng_state(self._params[0].device),
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue from :meth:`state_dict`. Before the first step (when the parameters do not
-        exist yet) the state is loaded by that step or by :meth:`setup`, right after the
-        parameters are created."""
-        missing = {"params", "optimizer", "rng"} - set(state)
-        if missing:
-            raise ValueError(f"CompiledSVI.load_state_dict: the state lacks {sorted(missing)}")
-        if self._optimizer is None:
-            self._pending = state
-        else:
-            self._load(state)
-
-    def _load(self, state: dict[str, Any]) -> None:
-        assert self._optimizer is not None and self._params is not None
-        stored = state["params"]
-        if set(stored) != set(self._names):
-            raise ValueError(
-                "CompiledSVI.load_state_dict: the state's parameters "
-                f"{sorted(set(stored) ^ set(self._names))} are not all the model and guide's"
-            )
-        with torch.no_grad():
-            for name, param in zip(self._names, self._params, strict=True):
-                value = stored[name]
-                if value.shape != param.shape:
-                    raise ValueError(
-                        f"CompiledSVI.load_state_dict: {name!r} has shape {tuple(value.shape)} in the "
-                        f"state but {tuple(param.shape)} here"
-                    )
-                param.copy_(value)
-        self._optimizer.load_state_dict(state["optimizer"])
-        set_rng_state_on(state["rng"], self._params[0].device)
-
     @property
     def optimizer(self) -> torch.optim.Optimizer | None:
         """The single PyTorch optimizer (after the first step)."""
         return self._optimizer
-
-
-def _update_kernel(accepts: Any, groups: list[dict[str, Any]], params: list[torch.Tensor]) -> dict[str, bool]:
-    """The optimizer's update implementation, where the user's settings leave it open: fused
-    (one kernel for all parameters, CPU or CUDA floats) where the constructor takes it, else
-    foreach on large tensors (3x on a 784-1024-1024 net, 1.5x slower on a 13-50-1 net on CPU).
-    Fused measured 10% faster than the for-loop on the 13-50-1 net, as fast on the wide one."""
-    if any("foreach" in g or "fused" in g for g in groups):
-        return {}
-    floats = all(p.is_floating_point() and p.device.type in ("cpu", "cuda") for p in params)
-    if "fused" in accepts and floats:
-        return {"fused": True}
-    large = sum(p.numel() for p in params) > 100_000 or params[0].device.type == "cuda"
-    return {"foreach": large} if "foreach" in accepts else {}

@@ -9,8 +9,7 @@ import torch
 from pyro.infer import TraceMeanField_ELBO
 from pyro.poutine.trace_struct import Trace
 
-from .fast.compiled import check_jit
-from .input_checks import check_finite_inputs, check_not_empty
+from .input_checks import check_finite_inputs, check_graph, check_not_empty, refuse_jit
 from .loss_terms import DropoutTraceMixin, latent_penalty, likelihood_sites, sum_terms
 
 __all__ = ["DropoutELBO", "log_likelihood_sum"]
@@ -43,27 +42,26 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
     (e.g. a noise precision) contribute their negative log prior (MAP). Inputs and
     observations holding NaN or inf are rejected (``check_finite=False`` skips that).
 
-    ``jit="auto"`` (the default) runs each input shape eagerly for its first 32 steps, then traces
-    the loss once for it (:class:`~pyro_dropout.infer.JitLoss`), so that plain ``SVI`` skips
-    Pyro's per-site Python machinery in a long fit while a short one pays for no trace. Where a
-    trace could not be exact it runs eagerly without a word: a loss whose Python reads a tensor's
-    value, model attributes that change at most steps, parameters outside Pyro's param store.
-    Each trace is spot-checked against the eager loss on the same masks (at doubling intervals,
-    then every 256th step); a Python value it froze that has since changed outside the modules (a
-    global, a closure) raises :class:`~pyro_dropout.infer.StaleTraceError` rather than training on
-    in silence: call ``retrace()`` after such a change, or pass ``jit=False``. ``jit=True`` traces
-    from the second step on and warns where it cannot. ``jit="compile"`` also compiles each trace
-    with :func:`torch.compile` into fused kernels for the loss and its gradient: the fastest
-    step, after a first compile of seconds to a minute (cached on disk across processes); a later
-    input shape, such as a short last batch, runs its trace until its 1,000th call, and compiles
-    then; where compiling fails it warns and traces instead
-    (:mod:`pyro_dropout.infer.fast.compiled`).
+    By default each input shape runs eagerly for its first 32 steps and is then **recorded** once
+    as a graph of ATen operations (``torch.fx``), which later steps replay: plain ``SVI`` then
+    skips Pyro's per-site Python machinery (:mod:`pyro_dropout.infer.recorded`). Where a graph
+    could not be exact the loss runs eagerly without a word: a loss whose Python reads a tensor's
+    value, modules whose attributes change at most steps, parameters outside Pyro's param store. A
+    change of a module's attribute records a new graph; a change the key cannot see (a global, a
+    closure) is found by the spot checks (the graph's value and gradient against the eager loss's
+    on the same masks, at its calls 1, 2, 4, ..., 32 and every 64th), which record it again with a
+    warning: a stale graph trains at most 63 steps. ``graph="record"`` records from the second step
+    and warns where it cannot; ``graph="compile"`` also compiles the graph with
+    :func:`torch.compile` (the loss and its gradient in fused kernels: the fastest step, after a
+    first compile of 7-24 s on a CPU, cached on disk; a later input shape is compiled after its
+    1,000th call; not the default, as a short fit would not win that time back);
+    ``graph="eager"``: no graph.
 
     Usage:
 
         svi = SVI(model, DropoutGuide(model), pyro.optim.Adam({"lr": 1e-2}), DropoutELBO())
-        svi = SVI(model, guide, pyro.optim.Adam({"lr": 1e-2}), DropoutELBO(jit=False))  # eager
-        svi = SVI(model, guide, pyro.optim.Adam({"lr": 1e-2}), DropoutELBO(jit="compile"))  # fastest
+        svi = SVI(model, guide, pyro.optim.Adam({"lr": 1e-2}), DropoutELBO(graph="eager"))
+        svi = SVI(model, guide, pyro.optim.Adam({"lr": 1e-2}), DropoutELBO(graph="compile"))
 
     References
 
@@ -78,9 +76,10 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
         max_plate_nesting: float = float("inf"),
         check_finite: bool = True,
         per_example_masks: bool = False,
-        jit: bool | str = "auto",
+        graph: str | None = None,
         **kwargs: Any,
     ) -> None:
+        refuse_jit(kwargs, "DropoutELBO")
         if isinstance(num_particles, bool) or not (isinstance(num_particles, int) and num_particles >= 1):
             raise ValueError(f"DropoutELBO: num_particles must be a positive int, got {num_particles!r}")
         super().__init__(
@@ -91,7 +90,8 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
         )
         self.check_finite = check_finite
         self.per_example_masks = bool(per_example_masks)
-        self.jit = check_jit("DropoutELBO", jit)
+        self.graph = "record" if graph is None else check_graph("DropoutELBO", graph)
+        self.graph_default = graph is None
 
     def _penalised_log_likelihood(
         self, model: Callable, guide: Callable, args: tuple, kwargs: dict

@@ -10,12 +10,15 @@ from typing import Any
 import torch
 
 __all__ = [
+    "GRAPHS",
     "check_finite_inputs",
+    "check_graph",
     "check_not_empty",
     "checked_outside",
     "checking_inside",
     "has_non_finite",
     "named_inputs",
+    "refuse_jit",
 ]
 
 _CHECKED_OUTSIDE = contextvars.ContextVar("checked_outside", default=False)
@@ -73,3 +76,23 @@ def named_inputs(args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
     return [(f"model argument {i}", v) for i, v in enumerate(args)] + [
         (f"model argument '{k}'", v) for k, v in kwargs.items()
     ]
+
+
+GRAPHS = ("eager", "record", "compile")  # the losses' and CompiledSVI's graph= modes
+
+
+def check_graph(owner: str, graph: Any) -> str:
+    """``graph`` checked: ``"eager"``, ``"record"`` or ``"compile"``; a clear error otherwise."""
+    if isinstance(graph, str) and graph in GRAPHS:
+        return graph
+    raise ValueError(f"{owner}: graph must be 'eager', 'record' or 'compile'; got {graph!r}")
+
+
+def refuse_jit(kwargs: dict, owner: str) -> None:
+    """A clear error for the option the graph replaced (``jit=``, ``jit_compile=``)."""
+    for old in ("jit", "jit_compile"):
+        if old in kwargs:
+            raise TypeError(
+                f"{owner}: {old}= was replaced by graph= ('record', 'compile' or 'eager'; TorchScript is "
+                f"no longer used): {old}=False is graph='eager', {old}='compile' is graph='compile'"
+            )

@@ -11,6 +11,7 @@ format (one PyTorch optimizer state per parameter name), so states move between 
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable
 from typing import Any, cast
 
@@ -18,7 +19,7 @@ import pyro
 import torch
 from pyro.optim import PyroOptim
 
-__all__ = ["JointOptim"]
+__all__ = ["JointOptim", "one_optimizer", "update_kernel"]
 
 
 class JointOptim(PyroOptim):
@@ -27,7 +28,7 @@ class JointOptim(PyroOptim):
     A drop-in for ``pyro.optim.Adam(args)`` and its kind in ``pyro.infer.SVI``::
 
         optim = JointOptim(torch.optim.Adam, {"lr": 1e-3})
-        svi = SVI(model, guide, optim, DropoutELBO(jit="compile"))
+        svi = SVI(model, guide, optim, DropoutELBO(graph="compile"))
 
     Each step updates exactly the parameters of that step's trace, as ``pyro.optim`` does.
     ``get_state`` / ``set_state`` / ``save`` / ``load`` use ``pyro.optim``'s format. Not
@@ -86,3 +87,51 @@ class JointOptim(PyroOptim):
                 single.state[param] = state
                 states[name] = single.state_dict()
         return states
+
+
+def one_optimizer(optim: Any, names: list[str], params: list[torch.Tensor]) -> torch.optim.Optimizer:
+    """One PyTorch optimizer for all ``params`` (named ``names``) from a ``pyro.optim`` object's
+    constructor and arguments (a callable of the name gives each its group), with the fastest
+    update implementation the user's settings leave open (:func:`update_kernel`)."""
+    constructor, settings = optim.pt_optim_constructor, optim.pt_optim_args
+    if callable(settings):
+        groups = [{"params": [p], **settings(n)} for n, p in zip(names, params, strict=True)]
+    else:
+        groups = [{"params": params, **settings}]
+    accepts = inspect.signature(constructor).parameters
+    for group in groups:
+        _check_settings(constructor, accepts, group)
+    extra = update_kernel(accepts, groups, params)
+    try:
+        return cast(torch.optim.Optimizer, constructor(groups, **extra))
+    except (RuntimeError, ValueError):
+        if "fused" not in extra:
+            raise
+        return cast(torch.optim.Optimizer, constructor(groups))  # a fused update it or the device lacks
+
+
+def _check_settings(constructor: Any, accepts: Any, group: dict[str, Any]) -> None:
+    """A clear error for a setting the optimizer does not take (a misspelt key would be kept in
+    its group and ignored) and for a negative or non-finite learning rate (it would train uphill)."""
+    name = getattr(constructor, "__name__", str(constructor))
+    unknown = sorted(k for k in group if k != "params" and k not in accepts)
+    if unknown:
+        known = ", ".join(k for k in accepts if k not in ("self", "params"))
+        raise ValueError(f"CompiledSVI: {name} takes no setting {unknown}; its settings: {known}")
+    lr = group.get("lr")
+    if isinstance(lr, int | float) and not 0 <= lr < float("inf"):
+        raise ValueError(f"CompiledSVI: {name}'s lr must be a finite number >= 0; got {lr!r}")
+
+
+def update_kernel(accepts: Any, groups: list[dict[str, Any]], params: list[torch.Tensor]) -> dict[str, bool]:
+    """The optimizer's update implementation, where the user's settings leave it open: fused
+    (one kernel for all parameters, CPU or CUDA floats) where the constructor takes it, else
+    foreach on large tensors (3x on a 784-1024-1024 net, 1.5x slower on a 13-50-1 net on CPU).
+    Fused measured 10% faster than the for-loop on the 13-50-1 net, as fast on the wide one."""
+    if any("foreach" in g or "fused" in g for g in groups):
+        return {}
+    floats = all(p.is_floating_point() and p.device.type in ("cpu", "cuda") for p in params)
+    if "fused" in accepts and floats:
+        return {"fused": True}
+    large = sum(p.numel() for p in params) > 100_000 or params[0].device.type == "cuda"
+    return {"foreach": large} if "foreach" in accepts else {}

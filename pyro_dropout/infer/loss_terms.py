@@ -21,12 +21,13 @@ from ..distributions import MaskedWeight, base_prior
 from .batched_errors import explain_batched_failure
 from .batching_check import describe_mismatch, particles_mismatch, signature
 from .divergence import check_gradients, check_loss
-from .fast.jit_loss import JitLoss
 from .input_checks import check_finite_inputs, checking_inside, has_non_finite
 from .likelihood_checks import check_likelihood_site, check_targets
+from .penalty import closed_form_kl
 from .per_example import MeanWeights, replay_per_example
+from .recorded.loss import GraphLoss
 
-MAX_JIT_LOSSES = 4  # the (model, guide) pairs whose traced losses one loss object keeps
+MAX_GRAPH_LOSSES = 4  # the (model, guide) pairs whose recorded losses one loss object keeps
 
 __all__ = [
     "PARTICLE_PLATE",
@@ -142,14 +143,18 @@ def latent_penalty(model_trace: Trace, guide_trace: Trace) -> torch.Tensor:
     (point estimates) use :math:`\log q(v) - \log p(v)`, i.e. the negative log prior of
     a MAP estimate.
     """
-    terms = []
+    sites = []
     for name, model_site in model_trace.nodes.items():
         if model_site["type"] != "sample" or model_site["is_observed"]:
             continue
         guide_site = guide_trace.nodes.get(name)
         if guide_site is None:
             raise ValueError(f"latent site '{name}' of the model is not sampled by the guide. {UNSEEN_SITE}")
-        terms.append(_site_penalty(name, model_site, guide_site))
+        sites.append((name, model_site, guide_site))
+    # the dropout family's KL of the weights and biases in one expression (infer/penalty.py)
+    closed, left = closed_form_kl([(g["fn"], m["fn"], g) for _, m, g in sites])
+    terms: list[Any] = [] if closed is None else [closed]
+    terms += [_site_penalty(*sites[i]) for i in left]
     for name, node in guide_trace.nodes.items():
         aux: Site = node
         if aux["type"] == "sample" and name not in model_trace.nodes:
@@ -185,7 +190,8 @@ class DropoutTraceMixin:
     vectorize_particles: bool
     check_finite: bool
     per_example_masks: bool = False
-    jit: str = ""
+    graph: str = "eager"
+    graph_default: bool = False
     retain_graph: bool | None
 
     def differentiable_loss(
@@ -203,13 +209,15 @@ class DropoutTraceMixin:
     def loss_and_grads(self, model: Callable, guide: Callable, *args: Any, **kwargs: Any) -> float:
         """The loss estimate; also back-propagates it into the parameters. A loss that is not
         finite raises (with ``check_finite``) before any gradient reaches the parameters.
-        With ``jit`` the loss is traced once per input shape (:class:`~pyro_dropout.infer.JitLoss`)."""
-        if self.jit:
-            losses = self.__dict__.setdefault("jit_losses", {})
+        With ``graph`` the loss is recorded once per input shape (:mod:`~pyro_dropout.infer.recorded`)."""
+        if self.graph != "eager":
+            losses = self.__dict__.setdefault("graph_losses", {})
             if (model, guide) not in losses:
-                while len(losses) >= MAX_JIT_LOSSES:  # one loss object reused for many models
-                    losses.pop(next(iter(losses)))  # keeps only the latest ones (and their traces)
-                losses[(model, guide)] = JitLoss(self, model, guide, self.jit, owned=True)
+                while len(losses) >= MAX_GRAPH_LOSSES:  # one loss object reused for many models
+                    losses.pop(next(iter(losses)))  # keeps only the latest ones (and their graphs)
+                losses[(model, guide)] = GraphLoss(
+                    self, model, guide, self.graph, self.graph_default, owned=True
+                )
             loss = losses[(model, guide)](args, kwargs)
         else:
             loss = self.differentiable_loss(model, guide, *args, **kwargs)
@@ -225,14 +233,14 @@ class DropoutTraceMixin:
 
     def __getstate__(self) -> dict:
         """The loss's settings, without its traces (copies and pickles trace anew)."""
-        return {k: v for k, v in self.__dict__.items() if k != "jit_losses"}
+        return {k: v for k, v in self.__dict__.items() if k != "graph_losses"}
 
     def retrace(self) -> None:
-        """With ``jit``: trace the loss again at the next step, after changing a Python value it
-        reads that is not an attribute of the model's or guide's modules (those are checked at
-        every step), such as a global or a closure's variable."""
-        for loss in self.__dict__.get("jit_losses", {}).values():
-            loss.traced.retrace()
+        """Record the loss's graph again at the next step, after changing a Python value it reads
+        that is not an attribute of the model's or guide's modules (those are part of its key),
+        such as a global or a closure's variable."""
+        for loss in self.__dict__.get("graph_losses", {}).values():
+            loss.recorded.retrace()
 
     def check_particles(self, model: Callable, guide: Callable, args: tuple, kwargs: dict) -> None:
         """Before vectorised particles are trusted, once per model and input shape: the batching

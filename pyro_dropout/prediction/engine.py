@@ -1,5 +1,5 @@
 r"""The engine of prediction: the chunks of draws, each a vectorised pass of the guide (or the
-samples) and the model, the later chunks replayed from a trace where that is safe."""
+samples) and the model."""
 
 from __future__ import annotations
 
@@ -20,9 +20,8 @@ from .collect import Outputs, chunk_outputs, plate_nesting
 from .draw_cost import per_draw_bytes
 from .draws import Predictions
 from .observations import check_array_inputs, check_observations
-from .replay import TracedChunk, trace_chunk
 
-__all__ = ["MIN_TRACED_CHUNKS", "check_wanted", "device_of", "draw_chunks", "prepare", "wanted_sites"]
+__all__ = ["check_wanted", "device_of", "draw_chunks", "prepare", "wanted_sites"]
 
 
 def device_of(*modules: Any) -> torch.device | None:
@@ -47,11 +46,6 @@ def _chunk_setting(chunk_size: Any) -> int | str | None:
     if isinstance(chunk_size, bool) or not (isinstance(chunk_size, int) and chunk_size >= 1):
         raise ValueError(f"chunk_size must be a positive int, 'auto' or None, got {chunk_size!r}")
     return chunk_size
-
-
-# tracing a chunk costs about 20 eager chunks of a small network (80 ms against 4.4 ms, measured):
-# below this many chunks of one size the eager pass is as fast
-MIN_TRACED_CHUNKS = 24
 
 
 MEASURE_FROM = 20  # draws from which a chunk is sized by what a draw adds (see _auto_chunk)
@@ -126,29 +120,14 @@ def draw_chunks(
     parallel: bool,
     wanted: set[str] | None,
     meta: Predictions,
-    params: list[torch.Tensor] | None,
-    owner: Any = None,
 ) -> Iterator[tuple[int, Outputs]]:
     """``(size, draws)`` of each chunk, vectorised over its draws (``parallel=False``: one draw at a
-    time, no plate of draws, for models that cannot broadcast); after the first chunk, the later
-    ones of its size replay its trace where that is safe (:mod:`.traced_chunks`), with the
-    ``params`` as its inputs (None: no trace), a trace kept with ``owner`` (the guide) from an
-    earlier call checked and used first."""
+    time, no plate of draws, for models that cannot broadcast); where a chunk of batched draws
+    fails after the batching check passed, the rest run one at a time, with a warning."""
     sizes = chunk_sizes(num_samples, chunk) if parallel else [1] * num_samples
-    traced: TracedChunk | None = None
-    keys: list[tuple[str, str]] = []
     i = -1
     while (i := i + 1) < len(sizes):  # a failed chunk of batched draws splits the rest into ones
         size = sizes[i]
-        if traced is not None and size == traced.size:
-            yield size, traced()
-            continue
-        if i == 1 and params is not None and parallel and sizes.count(size) >= MIN_TRACED_CHUNKS:
-            made = trace_chunk(runner, size, wanted, keys, _device_of_inputs(runner), params, owner)
-            if made is not None:
-                traced, drawn = made
-                yield size, drawn
-                continue
         if parallel:
             try:
                 trace, latents = runner.run(size)
@@ -158,9 +137,7 @@ def draw_chunks(
         if not parallel:
             trace, latents = runner.run_one()
         check_wanted(wanted, trace)
-        outputs = chunk_outputs(meta, trace, latents, wanted, runner.nesting, size)
-        keys = list(outputs)
-        yield size, outputs
+        yield size, chunk_outputs(meta, trace, latents, wanted, runner.nesting, size)
 
 
 def _one_at_a_time(runner: ChunkRunner, error: BatchedDrawError) -> bool:

@@ -18,7 +18,6 @@ from .batching import batched_is_exact
 from .collect import DRAWS_PLATE, Buffers, Outputs
 from .draws import Predictions
 from .engine import device_of, draw_chunks, prepare, wanted_sites
-from .replay import leaf_params
 
 __all__ = [
     "Predictions",
@@ -57,7 +56,6 @@ def predict(
     chunk_size: int | str | None = "auto",
     return_sites: Iterable[str] | None = None,
     parallel: bool = True,
-    jit: bool = True,
     **kwargs: Any,
 ) -> Predictions:
     r"""MC-dropout prediction: ``num_samples`` draws of the weights, vectorised in chunks.
@@ -67,10 +65,7 @@ def predict(
     memory is set by ``chunk_size``, not by ``num_samples``. The default, ``"auto"``, sizes
     the chunks on a CPU so that one chunk's widest layer fits in a quarter of the last-level
     cache (measured on one draw's pass), at most 100 draws; on a GPU, within a memory budget
-    (1 GiB, or an eighth of the free memory where that is less): few, large chunks. With ``jit``
-    the chunks after the first replay one :func:`torch.jit.trace` of the guide and the model,
-    where that is safe and gives the eager pass's draws (:mod:`pyro_dropout.prediction.replay`),
-    so small chunks cost no more than large ones. Tensors are moved to the
+    (1 GiB, or an eighth of the free memory where that is less): few, large chunks. Tensors are moved to the
     device of the model's (or guide's) parameters. Pass observations as the model's
     usual argument to get :math:`\log p(y_n \mid x_n, \omega_t)` as well.
 
@@ -84,7 +79,6 @@ def predict(
     :param return_sites: names of the sites whose draws to keep (default: all).
     :param parallel: ``False`` runs the guide and the model once per draw, unbatched (as
         ``Predictive(parallel=False)``), for a model that cannot take batched weights.
-    :param jit: ``False`` runs every chunk eagerly.
     :returns: :class:`Predictions`.
 
     References
@@ -92,9 +86,7 @@ def predict(
     [1] Y. Gal, Z. Ghahramani. *Dropout as a Bayesian Approximation.* ICML 2016.
     """
     out = Predictions()
-    chunks = _guide_chunks(
-        model, guide, args, kwargs, num_samples, chunk_size, parallel, return_sites, out, jit
-    )
+    chunks = _guide_chunks(model, guide, args, kwargs, num_samples, chunk_size, parallel, return_sites, out)
     return _predict(chunks, out, num_samples)
 
 
@@ -106,16 +98,13 @@ def predict_chunks(
     chunk_size: int | str | None = "auto",
     return_sites: Iterable[str] | None = None,
     parallel: bool = True,
-    jit: bool = True,
     **kwargs: Any,
 ) -> Iterator[Predictions]:
     """:func:`predict`'s draws one chunk at a time, as :class:`Predictions` of ``chunk_size``
     draws each (the same draws ``predict`` makes from the same random state): for scores
     accumulated as the draws are made, in memory bounded by one chunk."""
     meta = Predictions()
-    chunks = _guide_chunks(
-        model, guide, args, kwargs, num_samples, chunk_size, parallel, return_sites, meta, jit
-    )
+    chunks = _guide_chunks(model, guide, args, kwargs, num_samples, chunk_size, parallel, return_sites, meta)
     return _chunked(chunks, meta)
 
 
@@ -129,7 +118,6 @@ def _guide_chunks(
     parallel: bool,
     return_sites: Iterable[str] | None,
     meta: Predictions,
-    jit: bool,
 ) -> Iterator[tuple[int, Outputs]]:
     """The chunks of draws of ``guide`` (what :func:`predict` and :func:`predict_chunks` share)."""
     wanted = wanted_sites(return_sites)
@@ -138,8 +126,7 @@ def _guide_chunks(
     runner, chunk = prepare(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device, parallel)
     _check_seen(guide, runner.prototype)
     parallel = parallel and batched_is_exact(runner)
-    params = leaf_params(model, guide) if jit and getattr(model, "traced_chunks", True) else None
-    return draw_chunks(runner, num_samples, chunk, parallel, wanted, meta, params, owner=guide)
+    return draw_chunks(runner, num_samples, chunk, parallel, wanted, meta)
 
 
 def _check_seen(guide: Any, prototype: Trace) -> None:
@@ -231,7 +218,7 @@ def _from_samples(
     _check_seen(guide, runner.prototype)
     parallel = parallel and batched_is_exact(runner)
     # no trace: each chunk takes its own slice of the samples (Python state a trace would freeze)
-    chunks = draw_chunks(runner, num_samples, chunk, parallel, wanted, out, params=None)
+    chunks = draw_chunks(runner, num_samples, chunk, parallel, wanted, out)
     return _predict(chunks, out, num_samples)
 
 

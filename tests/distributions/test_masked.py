@@ -1,5 +1,4 @@
 import math
-import warnings
 
 import pytest
 import torch
@@ -158,42 +157,29 @@ def test_bernoulli_keep_per_row_probabilities_odd_sizes_and_certain_keep():
     assert bool(((freq - keep[1:, 0]).abs() < 5 * se).all())
 
 
-def test_bernoulli_masks_are_seeded_and_trace_under_jit():
+def test_bernoulli_masks_are_seeded_and_recorded_by_make_fx():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
     torch.manual_seed(6)
     q = BernoulliDropout(torch.ones(4, 6), torch.tensor([0.2, 0.6]).reshape(2, 1, 1)[..., 0, 0])
 
-    def draw(loc):
-        return BernoulliDropout(loc, q.p).rsample(torch.Size([3]))
+    def draw(loc):  # unchecked, as in the losses: the check of the rate reads its values
+        return BernoulliDropout(loc, q.p, validate_args=False).rsample(torch.Size([3]))
 
-    with warnings.catch_warnings():  # as CompiledSVI traces: the rate check's frozen bools,
-        warnings.simplefilter("ignore")  # and torch.jit.trace's deprecation warning
-        traced = torch.jit.trace(draw, (q.loc,), check_trace=False)
+    graph = make_fx(draw, tracing_mode="real")(q.loc)  # as the losses record a graph
+    # the draw is one operation of the graph, called afresh at every run
+    assert sum("bernoulli_keep" in str(n.target) for n in graph.graph.nodes) == 1
     torch.manual_seed(7)
-    a = traced(q.loc)
+    a = graph(q.loc)
     torch.manual_seed(7)
-    b = traced(q.loc)
-    assert a.shape == (3, 2, 4, 6) and torch.equal(a, b)
+    b = graph(q.loc)
+    torch.manual_seed(7)
+    eager = draw(q.loc)
+    assert a.shape == (3, 2, 4, 6) and torch.equal(a, b) and torch.equal(a, eager)
+    assert not torch.equal(graph(q.loc), a)  # fresh masks, not the recorded ones
     # each run keeps with its own rate and scales the kept columns by 1 / (1 - p)
     assert torch.allclose(a[:, 0][a[:, 0] != 0], torch.tensor(1 / 0.8))
     assert torch.allclose(a[:, 1][a[:, 1] != 0], torch.tensor(1 / 0.4))
-
-
-@pytest.mark.parametrize("shape", [(4, 1, 1, 13), (3, 50), (1,)])
-def test_a_traced_small_mask_draws_the_bits_of_the_eager_one(shape):
-    keep = torch.tensor(0.8, dtype=torch.float64)
-
-    def draw(k):
-        return bernoulli_keep(torch.Size(shape), k, torch.device("cpu"))
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", torch.jit.TracerWarning)  # no Python value frozen in
-        traced = torch.jit.trace(draw, (keep,), check_trace=False)
-    assert "bernoulli_keep" not in str(traced.graph)  # recorded as plain ops
-    for seed in range(3):
-        torch.manual_seed(seed)
-        eager = draw(keep)
-        torch.manual_seed(seed)
-        assert torch.equal(traced(keep), eager)
 
 
 @pytest.mark.parametrize(

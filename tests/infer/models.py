@@ -36,14 +36,3 @@ def small_mlp_svi(objective):
     model = MLP(3, 1, hidden=(8,))
     guide = DropoutGuide(model, dropout=0.2)
     return pyro.infer.SVI(model, guide, pyro.optim.Adam({"lr": 1e-2}), objective), model, guide
-
-
-def graph_kinds(traced):
-    """The kinds of the nodes of a trace made by ``trace_loss``."""
-    return [node.kind() for node in traced.keep[1].forward.graph.nodes()]
-
-
-def only_trace(objective):
-    """The one trace a loss with ``jit`` has made."""
-    (traced,) = next(iter(objective.jit_losses.values())).traced.traces.values()
-    return traced

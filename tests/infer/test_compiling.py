@@ -1,6 +1,6 @@
-"""``jit="compile"``: the loss recorded and compiled by ``torch.compile`` trains as the eager loss
-(same draws, same updates), falls back to the trace with a warning where it cannot compile, and
-keeps the input checks."""
+"""``graph="compile"``: the loss recorded and compiled by ``torch.compile`` trains as the eager loss
+(same draws, same updates), falls back to the recorded graph with a warning where it cannot
+compile, and keeps the input checks."""
 
 import warnings
 
@@ -10,7 +10,7 @@ import torch
 from pyro.infer import SVI
 
 from pyro_dropout import BBAlpha, DropoutELBO, DropoutGuide
-from pyro_dropout.infer import CompiledSVI, JitLoss
+from pyro_dropout.infer import CompiledSVI, GraphLoss
 from pyro_dropout.nn import MLP
 
 
@@ -58,12 +58,12 @@ def test_the_compiled_loss_gives_the_eager_loss_and_gradients(make, concrete):
     guide = DropoutGuide(model, concrete=True) if concrete else DropoutGuide(model, dropout=0.2)
     x = torch.randn(16, 3, generator=torch.Generator().manual_seed(2))
     args, kwargs = (x, x.sum(-1)), {"num_data": 100}
-    compiled = JitLoss(make(), model, guide, "compile")
+    compiled = GraphLoss(make(), model, guide, "compile", default=False)
     compiled(args, kwargs)  # eager: creates the parameters
     with warnings.catch_warnings():
-        warnings.filterwarnings("error", message="jit='compile'")  # no fallback to the trace
+        warnings.filterwarnings("error", message=".*without compiling")  # no fallback to the graph
         compiled(args, kwargs)  # records and compiles
-    assert compiled.traced.mode == "compile" and len(compiled.traced.traces) == 1
+    assert compiled.recorded.compiled and len(compiled.recorded.graphs) == 1
     params = [pyro.param(name).unconstrained() for name in compiled.names]
     eager = make()
     eager.differentiable_loss(model, guide, *args, **kwargs)  # its first call guesses the plate nesting
@@ -77,6 +77,7 @@ def test_the_compiled_loss_gives_the_eager_loss_and_gradients(make, concrete):
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("default")
 def test_a_frozen_parameter_gets_its_own_graph():
     # the graph holds the gradient of the parameters that required it when it was recorded: one
     # frozen later (or unfrozen) needs another graph, not a stale gradient
@@ -85,11 +86,12 @@ def test_a_frozen_parameter_gets_its_own_graph():
     guide = DropoutGuide(model, dropout=0.2)
     x = torch.randn(16, 3, generator=torch.Generator().manual_seed(2))
     args, kwargs = (x, x.sum(-1)), {"num_data": 100}
-    compiled = JitLoss(DropoutELBO(), model, guide, "compile")
+    compiled = GraphLoss(DropoutELBO(), model, guide, "compile", default=False)
     compiled(args, kwargs)  # eager: creates the parameters
     params = [pyro.param(name).unconstrained() for name in compiled.names]
     eager = DropoutELBO()
     eager.differentiable_loss(model, guide, *args, **kwargs)
+    warnings.filterwarnings("error", message=".*without compiling")  # each pattern compiles
     for frozen in (params[0], None):
         for p in params:
             p.requires_grad_(p is not frozen)
@@ -101,18 +103,19 @@ def test_a_frozen_parameter_gets_its_own_graph():
         assert frozen is None or frozen.grad is None
         for a, b in zip(eager_grads, grads, strict=True):
             assert torch.allclose(a, b, rtol=1e-4, atol=1e-4 * a.abs().max().item())
-    assert compiled.traced.mode == "compile" and len(compiled.traced.traces) == 2
+    assert compiled.recorded.compiled and len(compiled.recorded.graphs) == 2
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "svi_class, compiled_class",
-    [(SVI, SVI), (CompiledSVI, lambda *a: CompiledSVI(*a, jit_compile="compile"))],
+    [(SVI, SVI), (CompiledSVI, lambda *a: CompiledSVI(*a, graph="compile"))],
     ids=["SVI", "CompiledSVI"],
 )
 def test_compiled_training_tracks_the_eager_one(svi_class, compiled_class):
-    loss = DropoutELBO(jit="compile") if svi_class is SVI else DropoutELBO()
-    reference, _ = _fit(DropoutELBO(), steps=150, svi_class=svi_class)
+    loss = DropoutELBO(graph="compile") if svi_class is SVI else DropoutELBO()
+    reference_svi = svi_class if svi_class is SVI else lambda *a: CompiledSVI(*a, graph="eager")
+    reference, _ = _fit(DropoutELBO(graph="eager"), steps=150, svi_class=reference_svi)
     compiled, _ = _fit(loss, steps=150, svi_class=compiled_class)
     # the first compiled step draws the masks the reference draws at the same parameters
     assert compiled[:2] == pytest.approx(reference[:2], rel=1e-4)
@@ -123,7 +126,7 @@ def test_compiled_training_tracks_the_eager_one(svi_class, compiled_class):
 
 
 class ReadsAValue(MLP):
-    """A model whose Python reads a tensor's value: a trace would freeze what it read."""
+    """A model whose Python reads a tensor's value: a graph would freeze what it read."""
 
     def forward(self, x, y=None, num_data=None):
         if float(x.abs().max()) > 1e30:
@@ -132,18 +135,18 @@ class ReadsAValue(MLP):
 
 
 def test_a_loss_that_reads_a_value_runs_eagerly_and_says_where():
-    eager, eager_params = _fit(DropoutELBO(), model=ReadsAValue(3, 1, hidden=(8,)))
-    loss = DropoutELBO(jit="compile")
+    eager, eager_params = _fit(DropoutELBO(graph="eager"), model=ReadsAValue(3, 1, hidden=(8,)))
+    loss = DropoutELBO(graph="compile")
     with pytest.warns(UserWarning, match=r"reads a tensor's value in Python at .*test_compiling\.py:\d+"):
         steps, params = _fit(loss, model=ReadsAValue(3, 1, hidden=(8,)))
     assert steps == pytest.approx(eager, rel=1e-6)  # the eager loss itself
     for name in eager_params:
         assert torch.allclose(params[name], eager_params[name], atol=1e-6), name
-    (jit,) = loss.jit_losses.values()
-    assert jit.traced.eager and not jit.traced.traces
+    (graph,) = loss.graph_losses.values()
+    assert graph.recorded.eager and not graph.recorded.graphs
 
 
-def test_where_it_cannot_compile_it_warns_and_traces(monkeypatch):
+def test_where_it_cannot_compile_it_warns_and_runs_the_recorded_graph(monkeypatch):
     def no_compiler(graph, **options):
         def run(*tensors):
             raise RuntimeError("no C++ compiler found")
@@ -151,22 +154,22 @@ def test_where_it_cannot_compile_it_warns_and_traces(monkeypatch):
         return run
 
     monkeypatch.setattr(torch, "compile", no_compiler)  # a machine without a compiler
-    eager, eager_params = _fit(DropoutELBO())
-    loss = DropoutELBO(jit="compile")
-    failed = r"jit='compile': torch.compile failed \(RuntimeError: no C\+\+ compiler"
+    eager, eager_params = _fit(DropoutELBO(graph="eager"))
+    loss = DropoutELBO(graph="compile")
+    failed = r"graph='compile'\): torch.compile failed \(RuntimeError: no C\+\+ compiler.*without compiling"
     with pytest.warns(UserWarning, match=failed):
-        traced, params = _fit(loss)
-    assert traced == pytest.approx(eager, rel=1e-4)  # the trace runs the eager ops: the same training
+        recorded, params = _fit(loss)
+    assert recorded == pytest.approx(eager, rel=1e-4)  # the graph runs the eager ops: the same training
     for name in eager_params:
         assert torch.allclose(params[name], eager_params[name], atol=1e-5), name
-    (jit,) = loss.jit_losses.values()
-    assert jit.traced.mode == "trace"
+    (graph,) = loss.graph_losses.values()
+    assert len(graph.recorded.graphs) == 1 and not graph.recorded.eager
 
 
 def test_inputs_are_still_checked():
     pyro.clear_param_store()
     model = MLP(3, 1, hidden=(8,))
-    svi = SVI(model, DropoutGuide(model), pyro.optim.Adam({"lr": 1e-2}), DropoutELBO(jit="compile"))
+    svi = SVI(model, DropoutGuide(model), pyro.optim.Adam({"lr": 1e-2}), DropoutELBO(graph="compile"))
     x = torch.randn(16, 3)
     svi.step(x, x.sum(-1), num_data=100)  # eager: finds the parameters
     x[3, 1] = float("nan")
@@ -174,41 +177,46 @@ def test_inputs_are_still_checked():
         svi.step(x, x.sum(-1), num_data=100)
 
 
-@pytest.mark.parametrize("make", [lambda: DropoutELBO(jit="fast"), lambda: BBAlpha(0.5, jit=2)])
-def test_an_unknown_jit_mode_is_an_error(make):
-    with pytest.raises(ValueError, match="jit must be 'auto', False, True"):
+@pytest.mark.parametrize("make", [lambda: DropoutELBO(graph="fast"), lambda: BBAlpha(0.5, graph=2)])
+def test_an_unknown_graph_mode_is_an_error(make):
+    with pytest.raises(ValueError, match="graph must be 'eager', 'record' or 'compile'"):
         make()
 
 
-def test_compiled_svi_rejects_an_unknown_mode():
+def test_compiled_svi_rejects_an_unknown_mode_and_the_old_switch():
     model = MLP(3, 1, hidden=(8,))
-    with pytest.raises(ValueError, match="CompiledSVI: jit must be"):
-        CompiledSVI(model, DropoutGuide(model), pyro.optim.Adam({"lr": 1e-2}), DropoutELBO(), jit_compile="x")
+    args = (model, DropoutGuide(model), pyro.optim.Adam({"lr": 1e-2}), DropoutELBO())
+    with pytest.raises(ValueError, match="CompiledSVI: graph must be"):
+        CompiledSVI(*args, graph="x")
+    with pytest.raises(TypeError, match="CompiledSVI: jit_compile= was replaced by graph="):
+        CompiledSVI(*args, jit_compile=True)
 
 
 def _compile_counter(monkeypatch):
-    """Replace the compiler by the trace, counting the input shapes it is asked to compile."""
-    from pyro_dropout.infer.fast import traced as traced_module
+    """Replace the compiler by the plain recording, counting the input shapes it is asked to compile."""
+    from pyro_dropout.infer.recorded import graph as graph_module
 
     asked: list[tuple[int, ...]] = []
+    record = graph_module.record_loss
 
-    def count(fn, inputs, num_params=0):
-        asked.append(tuple(inputs[num_params].shape))
-        return traced_module.trace_loss(fn, inputs), ""
+    def count(fn, inputs, num_params, compile):
+        if compile:
+            asked.append(tuple(inputs[num_params].shape))
+        return record(fn, inputs, num_params, False)
 
-    monkeypatch.setattr(traced_module, "compile_loss", count)
-    monkeypatch.setattr(traced_module, "COMPILE_AFTER", 3)
+    monkeypatch.setattr(graph_module, "record_loss", count)
+    monkeypatch.setattr(graph_module, "COMPILE_AFTER", 3)
     return asked
 
 
-def test_a_later_batch_size_is_traced_until_it_has_been_called_often(monkeypatch):
-    # the first input shape compiles at once; the short batch runs its trace (no wait for the
-    # compiler) and compiles only after COMPILE_AFTER calls
+def test_a_later_batch_size_runs_its_graph_until_it_has_been_called_often(monkeypatch):
+    # the first input shape compiles at once; the short batch runs its recorded graph (no wait for
+    # the compiler) and compiles only after COMPILE_AFTER calls
     asked = _compile_counter(monkeypatch)
     pyro.set_rng_seed(0)
     pyro.clear_param_store()
     model = MLP(3, 1, hidden=(8,))
-    loss = DropoutELBO(jit="compile")
+    loss = DropoutELBO(graph="compile")
     svi = SVI(model, DropoutGuide(model, dropout=0.2), pyro.optim.Adam({"lr": 1e-2}), loss)
     x16, x5 = torch.randn(16, 3), torch.randn(5, 3)
     svi.step(x16, x16.sum(-1), num_data=100)  # eager: finds the parameters
@@ -217,25 +225,24 @@ def test_a_later_batch_size_is_traced_until_it_has_been_called_often(monkeypatch
     for calls in range(1, 5):
         svi.step(x5, x5.sum(-1), num_data=100)
         assert asked == [(16, 3)] + [(5, 3)] * (calls > 3), calls
-    (jit,) = loss.jit_losses.values()
-    assert len(jit.traced.traces) == 2 and not jit.traced.waiting
-    assert jit.traced.compiled == set(jit.traced.calls)
+    (graph,) = loss.graph_losses.values()
+    assert len(graph.recorded.graphs) == 2 and graph.recorded.compiled == set(graph.recorded.calls)
 
 
 @pytest.mark.slow
-def test_a_later_batch_size_runs_its_trace_and_gives_the_eager_loss():
+def test_a_later_batch_size_runs_its_recorded_graph_and_gives_the_eager_loss():
     pyro.clear_param_store()
     model = MLP(3, 1, hidden=(8,))
     guide = DropoutGuide(model, dropout=0.2)
     x16, x5 = torch.randn(16, 3), torch.randn(5, 3)
-    compiled = JitLoss(DropoutELBO(), model, guide, "compile")
+    compiled = GraphLoss(DropoutELBO(), model, guide, "compile", default=False)
     compiled((x16, x16.sum(-1)), {"num_data": 100})  # eager: creates the parameters
     with warnings.catch_warnings():
-        warnings.filterwarnings("error", message="jit='compile'")  # no fallback to the trace
+        warnings.filterwarnings("error", message=".*without compiling")  # no fallback to the graph
         compiled((x16, x16.sum(-1)), {"num_data": 100})  # records and compiles
-        compiled((x5, x5.sum(-1)), {"num_data": 100})  # traced, not compiled
-    assert len(compiled.traced.traces) == 2 and len(compiled.traced.waiting) == 1
-    eager = DropoutELBO(jit=False)
+        compiled((x5, x5.sum(-1)), {"num_data": 100})  # recorded, not compiled
+    assert len(compiled.recorded.graphs) == 2 and len(compiled.recorded.compiled) == 1
+    eager = DropoutELBO(graph="eager")
     eager.differentiable_loss(model, guide, x5, x5.sum(-1), num_data=100)  # guesses the plate nesting
     pyro.set_rng_seed(3)
     expected = eager.differentiable_loss(model, guide, x5, x5.sum(-1), num_data=100).item()

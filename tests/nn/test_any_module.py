@@ -106,7 +106,7 @@ def test_b_each_draw_is_the_networks_own_pass_with_its_masks(name):
     model, guide = _converted(case)
     latent = list(guide.median())
     # 20 draws: a mask site of two units keeps both in all of them with probability 0.7 ** 40
-    pred = predict(model, guide, case.x, num_samples=20, return_sites=[*latent, case.output], jit=False)
+    pred = predict(model, guide, case.x, num_samples=20, return_sites=[*latent, case.output])
     assert any(v.ne(v.new_ones(())).any() for k, v in pred.samples.items() if k.endswith(".mask")) or not any(
         k.endswith(".mask") for k in latent
     )

@@ -57,7 +57,6 @@ class ConvertedModel(PyroModule):
     a time always, ``None`` (the default) decides by the self-check."""
 
     checks_its_batching = True  # prediction's own self-check is not needed (pyro_dropout.prediction.batching)
-    traced_chunks = False  # prediction runs its chunks eagerly: no TorchScript trace of a network's forward
 
     @property
     def sizes_its_passes(self) -> bool:

@@ -1,6 +1,6 @@
-"""Traced losses (``jit=True`` and ``CompiledSVI``) on models whose Python a trace cannot see:
-each probe trains a few steps, changes what the model reads, and compares the traced loss with
-the eager one under the same seed. A frozen trace gives a loss far from the eager one."""
+"""Recorded losses (``graph="record"`` and ``CompiledSVI``) on models whose Python a graph cannot
+see: each probe trains a few steps, changes what the model reads, and compares the recorded loss
+with the eager one under the same seed. A stale graph gives a loss far from the eager one."""
 
 from __future__ import annotations
 
@@ -55,42 +55,45 @@ CHANGES: dict[str, tuple[str, Callable[[Reader], Any], torch.Tensor, torch.Tenso
     "another batch size": ("none", lambda m: None, X[:7], Y[:7]),
 }
 LOSSES: dict[str, tuple[Callable[[], Any], bool, Callable[[], Any]]] = {
-    "DropoutELBO(jit=True)": (lambda: DropoutELBO(jit=True), False, DropoutELBO),
-    "BBAlpha(0.5, jit=True)": (lambda: BBAlpha(0.5, jit=True), False, lambda: BBAlpha(0.5)),
-    "CompiledSVI": (DropoutELBO, True, DropoutELBO),
+    "DropoutELBO(graph='record')": (lambda: DropoutELBO(graph="record"), False, DropoutELBO),
+    "BBAlpha(0.5, graph='record')": (lambda: BBAlpha(0.5, graph="record"), False, lambda: BBAlpha(0.5)),
+    "CompiledSVI(graph='record')": (DropoutELBO, True, DropoutELBO),
 }
 
 
-@pyro.settings.context(module_local_params=False)  # jit=True traces the global param store
-def _traced_and_eager(loss: str, change: str) -> tuple[float, float]:
+@pyro.settings.context(module_local_params=False)  # plain SVI's graph reads the global param store
+def _recorded_and_eager(loss: str, change: str) -> tuple[float, float]:
     make, compiled, eager_loss = LOSSES[loss]
     how, act, x, y = CHANGES[change]
     pyro.clear_param_store()
     pyro.set_rng_seed(0)
     model = Reader(how)
     guide = DropoutGuide(model, dropout=0.1)
-    svi = (CompiledSVI if compiled else SVI)(model, guide, pyro.optim.Adam({"lr": 0.0}), make())
+    optim, loss = pyro.optim.Adam({"lr": 0.0}), make()
+    svi = (
+        CompiledSVI(model, guide, optim, loss, graph="record") if compiled else SVI(model, guide, optim, loss)
+    )
     for _ in range(3):
         svi.step(X, Y)
     act(model)
     pyro.set_rng_seed(3)
-    traced = svi.step(x, y)
+    recorded = svi.step(x, y)
     eager = eager_loss()
     eager.loss(model, guide, x, y)  # its first call guesses the plates, drawing once
     pyro.set_rng_seed(3)
-    return traced, eager.loss(model, guide, x, y)
+    return recorded, eager.loss(model, guide, x, y)
 
 
 def _close(pair: tuple[float, float]) -> bool:
-    """Within 0.1% of the eager loss under the same seed (a frozen trace is off by a factor of 3
+    """Within 0.1% of the eager loss under the same seed (a stale graph is off by a factor of 3
     or more in every case here)."""
-    traced, eager = pair
-    return abs(traced - eager) <= 1e-3 * abs(eager)
+    recorded, eager = pair
+    return abs(recorded - eager) <= 1e-3 * abs(eager)
 
 
-def trace_probes() -> list[Probe]:
+def graph_probes() -> list[Probe]:
     return [
-        Probe("traces", f"{loss}: {change}", lambda lo=loss, c=change: _traced_and_eager(lo, c), (), _close)
+        Probe("graphs", f"{loss}: {change}", lambda lo=loss, c=change: _recorded_and_eager(lo, c), (), _close)
         for loss in LOSSES
         for change in CHANGES
     ]

@@ -1,31 +1,16 @@
-r"""What a trace would freeze, found before it is trusted.
+r"""The Python values of a model and a guide that a recorded graph would freeze: part of its key.
 
-A trace (:func:`torch.jit.trace`, and the recording that ``jit="compile"`` compiles) runs the
-loss's Python once and keeps only the tensor operations. Two kinds of Python values are then
-frozen into it:
-
-* **Values read from tensors** (data-dependent control flow: ``if x.mean() > 0:``,
-  ``int(t)``, ``t.item()``): the trace keeps the branch of the inputs it was made on.
-  :func:`value_read_at` finds them by recording the loss once as a graph of ATen operations on
-  the real tensors (:func:`torch.fx.experimental.proxy_tensor.make_fx`), which stops at the
-  first such read; comparisons of *shapes* are not reads (shapes are Python ints there, and a
-  trace is made per shape). The caller then runs the loss eagerly, and says where the read is.
-* **Python attributes** of the model and the guide (``model.noise = 0.1``, a tensor attribute
-  reassigned or changed in place, a new prior): :func:`python_state` gathers those of every
-  module of both, and a change makes a new trace. Values outside the modules (globals,
-  closures, attributes of objects that are not modules) cannot be seen: after changing one,
-  call ``retrace()``.
+:func:`python_state` gathers the Python attributes of the model's and guide's modules (numbers,
+flags, tensors by identity and in-place version, buffers, Pyro priors); a change records anew.
+Values outside the modules (globals, closures) are found by the spot checks
+(:mod:`~pyro_dropout.infer.recorded.checks`), or recorded again at once by ``retrace()``.
 """
 
 from __future__ import annotations
 
 import operator
-import os
-import sysconfig
-import traceback
-import warnings
 import weakref
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from itertools import chain
 from typing import Any
 
@@ -33,18 +18,12 @@ import torch
 
 from ...nn.adapt import module_inside
 
-__all__ = ["StateWatch", "changed_attribute", "python_state", "value_read_at"]
+__all__ = ["StateWatch", "changed_attribute", "python_state"]
 
 _PLAIN = frozenset({bool, int, float, str, type(None)})
 # what every module holds for PyTorch and Pyro (hooks, children, parameters, the Pyro context):
 # not values of the model; buffers and Pyro priors are read on their own
 _INTERNAL = frozenset(vars(torch.nn.Module())) | {"_pyro_context", "_pyro_name", "_pyro_params"}
-_LIBRARIES = (
-    os.path.dirname(torch.__file__ or "") + os.sep,
-    sysconfig.get_paths()["stdlib"] + os.sep,
-    *(os.path.dirname(m.__file__ or "") + os.sep for m in (__import__("pyro"), __import__("pyro_dropout"))),
-)
-_READ = ("_local_scalar_dense", "data-dependent", "is_nonzero")
 
 
 def _value_key(value: Any) -> Hashable | None:
@@ -101,14 +80,10 @@ _CALL = getattr(operator, "call", lambda fn, arg: fn(arg))  # operator.call: Pyt
 
 
 class StateWatch:
-    """:func:`python_state` of ``objects``, recomputed only when something it reads may have
-    changed. Each call checks, in C (``map`` over the modules' dicts), that every module's
-    attributes (by name), children, buffers and priors are the same objects as when the state was
-    computed (held here, so that no new object can take an old one's address), that their tensors
-    have the same in-place versions, and that their lists of numbers hold the same numbers: a few
-    microseconds, where :func:`python_state` builds every name and key (tens). Where anything
-    moved, the state is computed again, so the result is always the one :func:`python_state`
-    gives."""
+    """:func:`python_state` of ``objects``, recomputed only where something it reads may have
+    changed: a check in C (``map`` over the modules' dicts) that every attribute, child, buffer and
+    prior is the object it was (held here), with its in-place version, and every list of numbers
+    holds its numbers; a few microseconds, where :func:`python_state` takes tens."""
 
     def __init__(self, *objects: Any) -> None:
         # held weakly (no cycle keeps a model alive); an object that is no module reads as None
@@ -173,37 +148,3 @@ def changed_attribute(before: tuple, now: tuple) -> str:
         if old.get(name, value) != value or name not in old:
             return name
     return next((name for name, _ in before if name not in dict(now)), "an attribute")
-
-
-def _where(error: BaseException) -> str:
-    """The line that read the value: the innermost frame outside PyTorch, Pyro and this library
-    (the user's code), else the innermost outside PyTorch."""
-    frames = traceback.extract_tb(error.__traceback__)
-    for outside in (_LIBRARIES, _LIBRARIES[:2]):
-        mine = [f for f in frames if not f.filename.startswith((*outside, "<"))]
-        if mine:
-            f = mine[-1]
-            return f"{f.filename}:{f.lineno} ({(f.line or '').strip()})"
-    return "a line the traceback does not show"
-
-
-def value_read_at(fn: Callable[..., torch.Tensor], inputs: tuple[torch.Tensor, ...]) -> str | None:
-    """Where ``fn(*inputs)`` reads a tensor's value into Python ("file:line (code)"), or ``None``
-    where it reads none, or where recording fails for another reason (nothing can be said). Run
-    it under a forked random state: recording draws masks."""
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            make_fx(fn, tracing_mode="real")(*inputs)
-    except Exception as error:  # the first read stops the recording
-        cause: BaseException | None = error
-        read = None
-        while cause is not None:  # the innermost error that says so has the reading line
-            if any(word in str(cause) for word in _READ):
-                read = cause
-            cause = cause.__cause__ or cause.__context__
-        if read is not None:
-            return _where(read)
-    return None

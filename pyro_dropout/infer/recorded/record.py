@@ -1,0 +1,131 @@
+r"""A loss recorded once as a graph of ATen operations (``make_fx`` on the real tensors), and compiled.
+
+Pyro's handlers, the guide, the model and the KL run once as Python; the graph keeps their tensor
+operations. What reads no input and draws nothing is computed once (:func:`fold_constants`, on
+torch.fx's public graph API); random draws stay operations, drawing fresh masks from the eager
+loss's generator calls. ``"record"``: the loss's graph, run under autograd. ``"compile"``: the loss
+*and* its gradient recorded as one graph and compiled by :func:`torch.compile` (Inductor, PyTorch's
+own random calls: ``fallback_random``); the gradient is handed to ``backward()`` (so the loss
+cannot be differentiated twice). A first compile takes seconds; Inductor caches its kernels on
+disk (``TORCHINDUCTOR_CACHE_DIR``) for later processes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, cast
+
+import torch
+from torch import fx
+
+__all__ = ["fold_constants", "record_loss"]
+
+
+def _keeps_its_calls(node: fx.Node) -> bool:
+    """A node computed at every call: a random draw, an in-place operation, an allocation, or
+    anything but an ATen operation."""
+    target: Any = node.target
+    tags, packet = getattr(target, "tags", None), getattr(target, "overloadpacket", None)
+    if tags is None or packet is None or getattr(target, "namespace", "") != "aten":
+        return True  # a Python function or another library's operation: left as it is
+    name = packet.__name__
+    return torch.Tag.nondeterministic_seeded in tags or name.endswith("_") or name.startswith("empty")
+
+
+def fold_constants(gm: fx.GraphModule) -> fx.GraphModule:
+    """``gm`` with every node that reads no input and draws, mutates or allocates nothing replaced
+    by its value, computed once; the nodes no output needs removed."""
+    values: dict[fx.Node, Any] = {}
+    moving = {
+        a
+        for n in gm.graph.nodes
+        if n.op == "call_function" and _keeps_its_calls(n)
+        for a in n.all_input_nodes
+    }
+    for node in gm.graph.nodes:
+        if node.op == "get_attr" and node not in moving:
+            values[node] = getattr(gm, str(node.target))
+        elif node.op == "call_function" and not _keeps_its_calls(node):
+            if all(a in values for a in node.all_input_nodes):
+                args = fx.node.map_arg(node.args, values.__getitem__)
+                kwargs = fx.node.map_arg(node.kwargs, values.__getitem__)
+                values[node] = node.target(*args, **kwargs)
+    for index, node in enumerate([n for n in values if n.op == "call_function"]):
+        value = values[node]
+        if isinstance(value, torch.Tensor) and any(user not in values for user in node.users):
+            name = f"_computed_{index}"
+            gm.register_buffer(name, value.detach())
+            with gm.graph.inserting_before(node):
+                node.replace_all_uses_with(gm.graph.get_attr(name))
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    return gm
+
+
+def _with_gradient(fn: Callable[..., torch.Tensor], live: list[bool]) -> Callable[..., tuple]:
+    """``fn``'s value and its gradient with respect to its first inputs, zero where ``live`` is False
+    (a frozen parameter)."""
+
+    def value_and_gradient(*inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        params = inputs[: len(live)]
+        value = fn(*inputs)
+        wanted = [p for p, keep in zip(params, live, strict=True) if keep]
+        found = iter(torch.autograd.grad(value, wanted, allow_unused=True))
+        grads = [next(found) if keep else None for keep in live]
+        return value.detach(), *(
+            torch.zeros_like(p) if g is None else g for p, g in zip(params, grads, strict=True)
+        )
+
+    return value_and_gradient
+
+
+class _LossWithGradient(torch.autograd.Function):
+    """A compiled graph's value, whose backward hands out the gradient computed with it."""
+
+    @staticmethod
+    def forward(ctx: Any, compiled: Callable, num_params: int, *inputs: torch.Tensor) -> torch.Tensor:
+        value, *grads = compiled(*inputs)
+        ctx.grads, ctx.num_inputs = grads, len(inputs)
+        return cast(torch.Tensor, value)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx: Any, upstream: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        grads = [upstream * g for g in ctx.grads]
+        return None, None, *grads, *([None] * (ctx.num_inputs - len(grads)))
+
+
+def record_loss(
+    fn: Callable[..., torch.Tensor], inputs: tuple[torch.Tensor, ...], num_params: int, compile: bool
+) -> tuple[Callable[..., torch.Tensor] | None, str]:
+    """``fn`` recorded on ``inputs`` (the first ``num_params`` the parameters), compiled where
+    ``compile``, its first call made; ``(None, why)`` where recording or compiling fails. Run it
+    under a forked random state: recording and the first call draw masks."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    live = [t.requires_grad for t in inputs[:num_params]]
+    differentiable = compile and any(live)
+    target = _with_gradient(fn, live) if differentiable else fn
+    try:
+        graph = fold_constants(make_fx(target, tracing_mode="real")(*inputs))
+    except Exception as error:  # Python the recorder cannot follow
+        return None, f"recording the loss failed ({type(error).__name__}: {_first_line(error)})"
+    run: Callable[..., Any] = graph
+    if compile:
+        compiled = torch.compile(graph, dynamic=False, fullgraph=True, options={"fallback_random": True})
+        run = compiled
+        if differentiable:
+
+            def run(*tensors: torch.Tensor) -> torch.Tensor:
+                return cast(torch.Tensor, _LossWithGradient.apply(compiled, num_params, *tensors))
+
+    try:  # the first call compiles, in the grad mode of the calls after it
+        run(*inputs)
+    except Exception as error:  # no compiler, an operation Inductor cannot lower, ...
+        return None, f"torch.compile failed ({type(error).__name__}: {_first_line(error)})"
+    return run, ""
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0][:200] if text else "no message"
