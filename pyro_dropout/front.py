@@ -15,6 +15,7 @@ bnn.fit(train_loader, epochs=1)                        # optional: refine by SVI
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Iterable
 from typing import Any, cast
 
@@ -42,6 +43,26 @@ _TASKS = {
     "regression": "normal",
     "heteroscedastic": "heteroscedastic",
 }
+
+
+def _check_fit(epochs: Any, lr: Any) -> None:
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+        raise ValueError(f"MCDropout.fit: epochs must be a positive int, got {epochs!r}")
+    if isinstance(lr, bool) or not isinstance(lr, int | float) or not math.isfinite(lr) or lr <= 0:
+        raise ValueError(f"MCDropout.fit: lr must be a positive finite number, got {lr!r}")
+
+
+def _data_size(loader: Any) -> int | None:
+    """The examples in one pass of ``loader``: a DataLoader's ``len(dataset)``, a list's rows."""
+    dataset = getattr(loader, "dataset", None)
+    if dataset is not None:
+        try:
+            return len(dataset)
+        except TypeError:  # an IterableDataset
+            return None
+    if isinstance(loader, list | tuple) and all(isinstance(b, list | tuple) and b for b in loader):
+        return sum(len(b[0]) for b in loader)
+    return None
 
 
 class MCDropout:
@@ -91,18 +112,39 @@ class MCDropout:
         return self.num_samples if num_samples is None else num_samples
 
     def _ready(self, x: torch.Tensor, y: torch.Tensor | None = None) -> None:
+        """Each batch checked (finite inputs and targets: a NaN would reach Pyro as "Expected
+        parameter logits"), and the guide set up at the first."""
+        for name, t in (("x", x), ("y", y)):
+            if t is not None and t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                bad = int((~torch.isfinite(t)).sum())
+                raise ValueError(f"MCDropout: {name} holds {bad} NaN or infinite values (of {t.numel()})")
         if self.guide.prototype_trace is None:  # set up with the data's structure (targets as observed)
             self.guide(x[:2], y[:2] if y is not None else self._targets_like(x[:2]))
 
-    def fit(self, loader: Iterable, epochs: int = 1, lr: float = 1e-3, loss: Any = None) -> list[float]:
+    def fit(
+        self,
+        loader: Iterable,
+        epochs: int = 1,
+        lr: float = 1e-3,
+        loss: Any = None,
+        num_data: int | None = None,
+    ) -> list[float]:
         """Refine the network by SVI on a DataLoader of ``(x, y)`` batches (``loss``: default
-        ``DropoutELBO()``), the likelihood scaled to the whole data set; returns each epoch's mean
-        loss per example."""
-        n = len(loader.dataset) if hasattr(loader, "dataset") else None
+        ``DropoutELBO()``), the likelihood scaled to the whole data set (``num_data``: its size,
+        by default the loader's ``len(dataset)`` or a list's rows); returns each epoch's loss per
+        example (each step's loss over ``num_data``, averaged over the epoch's examples: the
+        same whatever the batch size)."""
+        _check_fit(epochs, lr)
+        n = _data_size(loader) if num_data is None else num_data
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(
+                "MCDropout.fit: the data set's size is not known (a generator or an IterableDataset) "
+                f"or not a positive int ({n!r}): give num_data=, the examples in one epoch"
+            )
         svi, history = None, []
-        for _ in range(epochs):
+        for epoch in range(epochs):
             total, seen = 0.0, 0
-            for x, y in batches(loader, "MCDropout.fit"):
+            for x, y in batches(loader, f"MCDropout.fit (epoch {epoch + 1})"):
                 if y is None:
                     raise ValueError(
                         "MCDropout.fit: the batches need targets: a DataLoader of (x, y) batches"
@@ -110,9 +152,9 @@ class MCDropout:
                 self._ready(x, y)
                 optim = cast(Any, pyro.optim).Adam({"lr": lr})
                 svi = svi or SVI(self.model, self.guide, optim, loss or DropoutELBO())
-                total += svi.step(x, y, num_data=n or len(x))
+                total += svi.step(x, y, num_data=n) * len(x) / n
                 seen += len(x)
-            history.append(total / max(seen, 1))
+            history.append(total / seen)
         return history
 
     def predict(self, x: Any, num_samples: int | None = None) -> Predictions:

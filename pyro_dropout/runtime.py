@@ -1,4 +1,5 @@
-r"""Process settings that make CPU training faster without changing any number it computes."""
+r"""Process settings: the CPU allocator tuned for training (no number it computes changes), and the
+mode a new file gets from the umask."""
 
 from __future__ import annotations
 
@@ -7,7 +8,17 @@ import ctypes.util
 import os
 import sys
 
-__all__ = ["tune_cpu_allocator"]
+__all__ = ["file_mode", "tune_cpu_allocator"]
+
+
+def file_mode() -> int:
+    """The permissions a file made by ``open`` gets under this process's umask (``0o644`` under
+    ``umask 022``); ``tempfile.mkstemp`` makes ``0o600``, so an atomic write sets this on its
+    temporary file before it takes the final name."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
 
 # mallopt(3) parameter numbers from glibc's <malloc.h>
 _M_TRIM_THRESHOLD = -1

@@ -172,3 +172,11 @@ def test_the_command_says_what_it_is_and_its_version(capsys):
     assert "``" not in text and "examples:" in text and "mnist ood --quick" in text
     demo = build_parser()._subparsers._group_actions[0].choices["demo"]
     assert all(action.help for action in demo._actions)  # every demo option says what it is
+
+
+def test_an_empty_out_is_refused(capsys, tmp_path, monkeypatch):
+    """Before, ``--out ''`` wrote into the current folder and printed no "wrote" line."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["synthetic", "--sizes", "10", "--steps", "2", "--quiet", "--out", ""]) == 2
+    assert "--out is empty: give the folder to write to" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

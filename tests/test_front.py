@@ -138,3 +138,60 @@ def test_a_data_loader_streams_and_its_batches_are_read_as_they_come():
         bnn.predict(iter([]))
     with pytest.raises(ValueError, match="give the targets"):
         bnn.evaluate(iter([x]))
+
+
+def _regression_data(n=256):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(n, 3, generator=g)
+    return x, x @ torch.tensor([1.0, -2.0, 0.5]) + 0.1 * torch.randn(n, generator=g)
+
+
+def test_fit_history_is_a_loss_per_example_whatever_the_batch_size():
+    """Before, each step's loss (scaled to the whole data set) was summed and divided by the
+    examples, so the history grew with the number of batches (39.6 at batch 8, 4.94 at 64)."""
+    x, y = _regression_data()
+    net = nn.Sequential(nn.Linear(3, 16), nn.ReLU(), nn.Dropout(0.1), nn.Linear(16, 1))
+    losses = {}
+    for batch in (8, 64):
+        pyro.set_rng_seed(0)
+        loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=batch)
+        losses[batch] = MCDropout(net, "regression", tau=10.0).fit(loader, epochs=1, lr=1e-9)[0]
+    # lr 1e-9: the same weights throughout; the per-example estimates then agree within their
+    # Monte Carlo noise (a 10% band; the old definition was 8x apart)
+    assert losses[8] == pytest.approx(losses[64], rel=0.1)
+
+
+def test_fit_refuses_what_it_cannot_train_on():
+    x, y = _regression_data(32)
+    bnn = MCDropout(nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.2), nn.Linear(4, 1)), "regression")
+    loader = [(x[:16], y[:16]), (x[16:], y[16:])]
+    for epochs in (0, -1, True, 1.5):
+        with pytest.raises(ValueError, match="epochs must be a positive int"):
+            bnn.fit(loader, epochs=epochs)
+    for lr in (-1.0, 0.0, float("nan")):
+        with pytest.raises(ValueError, match="lr must be a positive finite number"):
+            bnn.fit(loader, lr=lr)
+    with pytest.raises(ValueError, match="the data loader gave no batch"):
+        bnn.fit([], num_data=10)
+    with pytest.raises(ValueError, match=r"size is not known .* give num_data="):
+        bnn.fit(iter(loader))
+    history = bnn.fit(iter(loader), num_data=32)  # told the size, a generator trains once
+    assert len(history) == 1 and math.isfinite(history[0])
+    with pytest.raises(ValueError, match=r"epoch 2\): the data loader gave no batch"):
+        bnn.fit(iter(loader), epochs=2, num_data=32)  # a generator is used up after one pass
+
+
+def test_predict_refuses_draws_that_cannot_fit_in_memory_before_allocating():
+    bnn = MCDropout(nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.2), nn.Linear(4, 1)), "regression")
+    with pytest.raises(ValueError, match=r"num_samples=1000000000000 draws of these outputs take .* GiB"):
+        bnn.predict(torch.randn(5, 3), num_samples=10**12)  # before: a list of 10^10 chunk sizes
+
+
+def test_an_input_holding_nan_is_named():
+    bnn = MCDropout(nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.2), nn.Linear(4, 1)), "regression")
+    x = torch.randn(5, 3)
+    x[2, 1] = float("nan")
+    with pytest.raises(ValueError, match=r"MCDropout: x holds 1 NaN or infinite values \(of 15\)"):
+        bnn.predict(x)  # before, on the first call: Pyro's "Expected parameter logits"
+    with pytest.raises(ValueError, match="MCDropout: y holds 1 NaN"):
+        bnn.evaluate(torch.randn(5, 3), torch.tensor([0.0, 1.0, float("inf"), 0.0, 1.0]))

@@ -105,6 +105,7 @@ def claims(runs: list[dict]) -> dict[str, str]:
         "autonormal_uci": span(ratios(runs, "autonormal", uci)),
     }
 
+
 if __name__ == "__main__":
     record = load()
     print(table(record))

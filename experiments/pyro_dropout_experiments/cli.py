@@ -5,6 +5,7 @@ one line on Ctrl-C saying how to resume, and the files it wrote, printed at the 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .bandit.command import add_bandit
-from .core import Parser, check_out, naming_command
+from .core import Parser, check_out, holding_out, naming_command
 from .curves.command import add_co2, add_solar, add_synthetic
 from .demo.command import add_demo
 from .dynamics.command import add_dynamics
@@ -110,9 +111,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.time() - 1.0  # file times have a coarse clock on some file systems
     args.out = out_folder(args)
     try:
-        if getattr(args, "out", None):
-            check_out(args.out)
-        with naming_command(name):
+        out = getattr(args, "out", None)
+        if out is not None:
+            check_out(out)
+        with naming_command(name), holding_out(out, name) if out else contextlib.nullcontext():
             code = int(args.func(args))
     except KeyboardInterrupt:
         print(

@@ -11,6 +11,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from ..runtime import file_mode
 from .uci import check_name
 
 __all__ = ["IMAGE_SOURCES", "SOURCE", "download_images", "download_uci"]
@@ -25,6 +26,7 @@ def _save(path: Path, payload: bytes) -> None:
         raise ValueError(f"{path} is a symbolic link; the data is not written through links: remove it")
     descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
     try:
+        os.fchmod(descriptor, file_mode())  # mkstemp's 0600 otherwise
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(payload)
         os.replace(temporary, path)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .uci import check_name
+
 __all__ = ["low_noise_regression", "write_uci_folder"]
 
 
@@ -62,12 +64,16 @@ def write_uci_folder(
     seed: int = 0,
 ) -> Path:
     """Write ``x``, ``y`` as ``root/uci/name/data/`` in the benchmark's layout, with ``splits``
-    random train/test splits and the grids of the published code's files; returns the folder."""
+    random train/test splits and the grids of the published code's files; returns the folder.
+    ``name`` is a plain folder name (``../x`` is refused: nothing is written outside ``root``)."""
+    check_name(name)
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float).reshape(-1)
     if x.ndim != 2 or x.shape[0] != y.shape[0]:
         raise ValueError(
             f"write_uci_folder: x [rows, features] and y [rows] needed, got {x.shape}, {y.shape}"
         )
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        raise ValueError("write_uci_folder: x and y hold NaN or infinite values")
     if not 0 < test_fraction < 1 or splits < 1:
         raise ValueError(
             f"write_uci_folder: 0 < test_fraction < 1 and splits >= 1, got {test_fraction}, {splits}"

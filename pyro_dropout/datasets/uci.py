@@ -127,17 +127,43 @@ def _split(folder: Path, i: int, n_rows: int) -> Split:
     return Split(train, test)
 
 
+MAX_DATA_BYTES = 2**30  # a data.txt above 1 GiB is not a UCI regression set (the largest is 11 MB)
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # the networks train in float32
+
+
+def _matrix(path: Path) -> np.ndarray:
+    """``data.txt``'s numbers, the file checked first: a regular text file of a sane size."""
+    if not path.is_file():
+        raise ValueError(f"{path}: not a regular file")
+    size = path.stat().st_size
+    if size > MAX_DATA_BYTES:
+        raise ValueError(
+            f"{path}: {size / 2**30:.1f} GiB, larger than a UCI data set could be (at most 1 GiB)"
+        )
+    with path.open("rb") as handle:
+        if b"\0" in handle.read(1 << 16):
+            raise ValueError(f"{path}: not a text file (it holds NUL bytes)")
+    try:
+        return np.loadtxt(path, ndmin=2)
+    except ValueError as e:
+        raise ValueError(f"{path}: not a matrix of numbers ({e})") from None
+
+
 def load_uci(name: str, data_dir: str | Path | None = None) -> Dataset:
     """Load data set ``name`` (see the module docstring for the layout), every file checked."""
     folder = uci_directory(name, data_dir)
-    try:
-        data = np.loadtxt(folder / "data.txt", ndmin=2)
-    except ValueError as e:
-        raise ValueError(f"{folder / 'data.txt'}: not a matrix of numbers ({e})") from None
+    data = _matrix(folder / "data.txt")
     features, target = _columns(folder, data.shape[1])
     n_splits = int(read_scalar(folder / "n_splits.txt", int, minimum=1))
     splits = [_split(folder, i, len(data)) for i in range(n_splits)]
     x, y = data[:, features], data[:, target]
     if not (np.isfinite(x).all() and np.isfinite(y).all()):
         raise ValueError(f"{folder / 'data.txt'}: contains NaN or inf")
+    big = np.argwhere(np.abs(data) > FLOAT32_MAX)
+    if len(big):
+        row, column = (int(v) for v in big[0])
+        raise ValueError(
+            f"{folder / 'data.txt'}, line {row + 1}, column {column + 1}: {data[row, column]:g} is beyond "
+            "float32's range (the networks train in float32)"
+        )
     return Dataset(name=name, x=x, y=y, splits=splits, task="regression", files={"folder": folder})

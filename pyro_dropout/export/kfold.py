@@ -48,11 +48,9 @@ def fold_of(n: int, k: int, seed: int = 0) -> torch.Tensor:
     return folds
 
 
-def _check(x: Any, y: Any, steps: int, num_samples: int, vectorize: Any) -> None:
+def _check(x: Any, y: Any, vectorize: Any) -> None:
+    """The data and ``vectorize`` (the fitting settings: :class:`Refit`)."""
     check_rows("kfold", x, y)
-    for name, value in (("steps", steps), ("num_samples", num_samples)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"kfold: {name} must be a positive int, got {value!r}")
     if not (vectorize is True or vectorize is False or vectorize == "auto"):
         raise ValueError(f"kfold: vectorize must be 'auto', True or False, got {vectorize!r}")
 
@@ -92,11 +90,11 @@ def kfold(
         others of its kind. ``p_loo`` is the in-sample lppd (each point scored by the K - 1 fits
         that trained on it) less the elpd. On ArviZ >= 1 (another ``ELPDData``) it raises.
     """
-    _check(x, y, steps, num_samples, vectorize)
+    _check(x, y, vectorize)
+    plan = Refit(guide, fit, steps, loss, lr, num_samples, site, seed)
     folds = fold_of(len(x), k, seed)
     rng = get_rng_state()
     try:
-        plan = Refit(guide, fit, steps, loss, lr, num_samples, site, seed)
         scores = _together(model_factory, x, y, folds, k, plan) if vectorize is not False else None
         if isinstance(scores, str) and vectorize is True:
             raise ValueError(f"kfold(vectorize=True): the folds cannot be trained together: {scores}")
@@ -173,6 +171,22 @@ def kfold_result(scores: torch.Tensor, folds: torch.Tensor, draws: int) -> Any:
     return ELPDData(data=values, index=index)
 
 
+def _check_log_likelihood(idata: Any) -> None:
+    """Every pointwise log-likelihood finite: a NaN or -inf gives an elpd of nan (with ArviZ's own
+    warnings, which :func:`loo` silences) or of -inf, not an estimate."""
+    group = getattr(idata, "log_likelihood", None)
+    if group is None:  # az.loo says so itself
+        return
+    for name, values in group.data_vars.items():
+        array = np.asarray(values)
+        bad = ~np.isfinite(array)
+        if bad.any():
+            raise ValueError(
+                f"loo: the log-likelihood of {name!r} holds {int(bad.sum())} NaN or infinite values "
+                f"(of {array.size}): a point the model gives no density at has no elpd"
+            )
+
+
 def loo(idata: Any, **kwargs: Any) -> Any:
     """``az.loo(idata, pointwise=True, **kwargs)``, with one warning where more than 10% of the
     points have Pareto k above 0.7: PSIS-LOO on dropout draws is then not an elpd to use, and
@@ -181,6 +195,7 @@ def loo(idata: Any, **kwargs: Any) -> Any:
     import arviz as az
 
     kwargs.pop("pointwise", None)
+    _check_log_likelihood(idata)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ArviZ's own warning is replaced by the one below
         result = az.loo(idata, pointwise=True, **kwargs)

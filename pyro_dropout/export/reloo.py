@@ -17,6 +17,7 @@ Usage:
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -105,7 +106,9 @@ def reloo(
     check_rows("reloo", x, y)
     if getattr(loo_orig, "loo_i", None) is None or len(loo_orig.loo_i) != len(x):
         raise ValueError("reloo: loo_orig must be a pointwise az.loo result with one value per row of x")
-    refit = Refit(guide, fit, steps, loss, lr, num_samples, site, seed)
+    if isinstance(k_thresh, bool) or not isinstance(k_thresh, int | float) or not math.isfinite(k_thresh):
+        raise ValueError(f"reloo: k_thresh must be a finite number (Pareto k), got {k_thresh!r}")
+    refit = Refit(guide, fit, steps, loss, lr, num_samples, site, seed, who="reloo")
     state = get_rng_state()
     try:
         # a deep copy: az.reloo changes its loo_orig's pointwise arrays in place

@@ -9,6 +9,7 @@ from .divergence import DivergenceError
 from .elbo import DropoutELBO
 from .joint_optim import JointOptim
 from .recorded.loss import GraphLoss
+from .saved import load_param_store, safe_load
 
 __all__ = [
     "BBAlpha",
@@ -17,5 +18,7 @@ __all__ = [
     "DropoutELBO",
     "GraphLoss",
     "JointOptim",
+    "load_param_store",
     "log_mean_exp",
+    "safe_load",
 ]

@@ -19,6 +19,8 @@ import pyro
 import torch
 from pyro.optim import PyroOptim
 
+from .saved import safe_load
+
 __all__ = ["JointOptim", "one_optimizer", "update_kernel"]
 
 
@@ -75,6 +77,11 @@ class JointOptim(PyroOptim):
         single.load_state_dict(state)  # PyTorch's own checks and casts to the parameter
         assert self.optimizer is not None
         self.optimizer.state[param] = single.state[param]
+
+    def load(self, filename: str, map_location: Any = None) -> None:
+        """The state :meth:`save` wrote, read with ``weights_only=True`` (``pyro.optim``'s own
+        ``load`` unpickles, so a crafted file would run code): :func:`~pyro_dropout.infer.saved.safe_load`."""
+        self.set_state(safe_load(filename, map_location))
 
     def get_state(self) -> dict:
         """``{parameter name: PyTorch optimizer state}``, as ``pyro.optim``'s ``get_state``."""

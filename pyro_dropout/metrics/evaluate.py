@@ -151,6 +151,8 @@ def evaluate(
     chunk = num_samples if chunk_size is None else chunk_size
     if isinstance(chunk, bool) or not (isinstance(chunk, int) and chunk >= 1):
         raise ValueError(f"evaluate: chunk_size must be a positive int or None, got {chunk_size!r}")
+    if isinstance(crps_pairs, bool) or not (isinstance(crps_pairs, int) and crps_pairs >= 1):
+        raise ValueError(f"evaluate: crps_pairs must be a positive int, got {crps_pairs!r}")
     rolls = max(1, math.ceil(crps_pairs / num_samples))
     scores: _Regression | _Classification | None = None
     name = ""

@@ -3,6 +3,7 @@ r"""Bayesian layers: weights and biases are Pyro sample sites with quantised Gau
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -15,7 +16,25 @@ from pyro.nn import PyroModule, PyroSample
 from ..distributions import QuantisedGaussian, validate_dropout_rate
 from .functional import linear
 
-__all__ = ["BayesianLayer", "Linear", "declared_rate", "prior_scale_from_length_scale", "sample_site"]
+__all__ = [
+    "BayesianLayer",
+    "Linear",
+    "declared_rate",
+    "minibatch_scale",
+    "prior_scale_from_length_scale",
+    "sample_site",
+]
+
+
+def minibatch_scale(who: str, num_data: Any, n: int) -> float:
+    """The likelihood's scale ``num_data / n`` for a minibatch of ``n`` of ``num_data`` points
+    (1 where ``num_data`` is None); a count that is not a positive whole number is an error
+    naming it (before, ``num_data=-5`` reached Pyro as "Expected scale > 0")."""
+    if num_data is None:
+        return 1.0
+    if isinstance(num_data, bool) or not isinstance(num_data, numbers.Integral) or num_data < 1:
+        raise ValueError(f"{who}: num_data must be a positive int (the data set's size), got {num_data!r}")
+    return int(num_data) / n
 
 
 def sample_site(prior: Callable[[Any], Any]) -> Any:

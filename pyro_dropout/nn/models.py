@@ -14,7 +14,7 @@ import torch
 from pyro.nn import PyroModule
 
 from ..distributions import FixedNoiseNormal
-from .layers import Linear, sample_site
+from .layers import Linear, minibatch_scale, sample_site
 
 __all__ = ["MLP"]
 
@@ -213,7 +213,7 @@ class MLP(PyroModule):
         n = x.shape[-2]
         if y is not None:
             self._check_targets(x, y)
-        scale = 1.0 if num_data is None else num_data / n
+        scale = minibatch_scale("MLP", num_data, n)
         with ExitStack() as stack:
             if self.runs is not None:
                 stack.enter_context(pyro.plate("runs", self.runs, dim=-2))

@@ -3,6 +3,7 @@ r"""The chunks of draws of a posterior predictive: their sizes, and one chunk's 
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -62,6 +63,21 @@ def chunk_sizes(total: int, size: int) -> list[int]:
     return [min(size, total - start) for start in range(0, total, size)]
 
 
+def told_cache_bytes() -> float | None:
+    """``PYRO_DROPOUT_CACHE_MB`` in bytes, where set; a value that is not a positive number is an
+    error naming the variable."""
+    told = os.environ.get("PYRO_DROPOUT_CACHE_MB", "").strip()
+    if not told:
+        return None
+    try:
+        value = float(told)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"PYRO_DROPOUT_CACHE_MB must be a positive number of megabytes, got {told!r}")
+    return value * 2**20
+
+
 def _accelerator_budget(device: torch.device) -> int:
     """Bytes a chunk's widest layer may take on ``device``: an eighth of its free memory (CUDA),
     else ``ACCELERATOR_CHUNK_BYTES``. No fixed cap on CUDA: on an H200, T = 1,000 draws on
@@ -87,7 +103,6 @@ def auto_chunk_size(
     if device is not None and device.type != "cpu":
         fit = max(1, min(int(_accelerator_budget(device) // max(per_draw_bytes, 1)), num_samples))
         return -(-num_samples // -(-num_samples // fit))  # the fewest chunks, evened out
-    told = os.environ.get("PYRO_DROPOUT_CACHE_MB")
-    cache = float(told) * 2**20 if told else cache_bytes() or 8 * 2**20
+    cache = told_cache_bytes() or cache_bytes() or 8 * 2**20
     fit = int(max(cache / 4, shared_bytes) // max(per_draw_bytes, 1))
     return max(1, min(fit, MAX_AUTO_CHUNK, num_samples))

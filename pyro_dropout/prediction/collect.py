@@ -3,6 +3,8 @@ variances, class probabilities and log-likelihoods, tidied to ``[T, N, *event]``
 
 from __future__ import annotations
 
+import os
+
 import pyro.distributions as dist
 import torch
 from pyro.poutine.trace_struct import Trace
@@ -81,6 +83,8 @@ class Buffers:
     def put(self, outputs: Outputs, size: int) -> None:
         """Store a chunk of ``size`` draws after the ones stored so far (a chunk of all the draws
         is kept as it is: no copy)."""
+        if self.offset == 0 and size < self.num_samples:
+            self._check_fits(outputs, size)
         for key, value in outputs.items():
             if self.offset == 0 and size == self.num_samples and value.is_contiguous():
                 self.tensors[key] = value
@@ -89,6 +93,31 @@ class Buffers:
                 self.tensors[key] = value.new_empty((self.num_samples, *value.shape[1:]))
             self.tensors[key][self.offset : self.offset + size] = value
         self.offset += size
+
+    def _check_fits(self, outputs: Outputs, size: int) -> None:
+        """Refuse, before allocating, draws whose outputs cannot fit in the device's memory."""
+        per_draw = sum(v.numel() // max(size, 1) * v.element_size() for v in outputs.values())
+        need = per_draw * self.num_samples
+        device = next(iter(outputs.values())).device if outputs else torch.device("cpu")
+        have = device_memory(device)
+        if have is not None and need > have:
+            raise ValueError(
+                f"predict: num_samples={self.num_samples} draws of these outputs take "
+                f"{need / 2**30:,.1f} GiB, more than the {device.type} memory ({have / 2**30:,.1f} GiB): "
+                "ask for fewer draws, fewer points at a time, or fewer return_sites"
+            )
+
+
+def device_memory(device: torch.device) -> int | None:
+    """The bytes of ``device``'s memory (the machine's RAM on the CPU), None where unknown."""
+    if device.type == "cuda" and torch.cuda.is_available():
+        return int(torch.cuda.get_device_properties(device).total_memory)
+    if device.type == "cpu" and hasattr(os, "sysconf"):
+        try:
+            return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+        except (ValueError, OSError):
+            return None
+    return None
 
 
 def collect_site(

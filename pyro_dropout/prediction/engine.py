@@ -15,7 +15,7 @@ from pyro.poutine.trace_struct import Trace
 from ..infer.batched_errors import BatchedDrawError
 from ..infer.input_checks import check_finite_inputs, check_not_empty
 from .batching import remember_unbatched
-from .chunks import ChunkRunner, DrawLatents, auto_chunk_size, chunk_sizes, largest_tensor_bytes
+from .chunks import ChunkRunner, DrawLatents, auto_chunk_size, largest_tensor_bytes
 from .collect import Outputs, chunk_outputs, plate_nesting
 from .draw_cost import per_draw_bytes
 from .draws import Predictions
@@ -124,20 +124,19 @@ def draw_chunks(
     """``(size, draws)`` of each chunk, vectorised over its draws (``parallel=False``: one draw at a
     time, no plate of draws, for models that cannot broadcast); where a chunk of batched draws
     fails after the batching check passed, the rest run one at a time, with a warning."""
-    sizes = chunk_sizes(num_samples, chunk) if parallel else [1] * num_samples
-    i = -1
-    while (i := i + 1) < len(sizes):  # a failed chunk of batched draws splits the rest into ones
-        size = sizes[i]
+    done = 0
+    while done < num_samples:  # a failed chunk of batched draws runs the rest one at a time
+        size = min(chunk, num_samples - done) if parallel else 1
         if parallel:
             try:
                 trace, latents = runner.run(size)
             except BatchedDrawError as error:  # the check's two draws passed, these did not
-                parallel, sizes[i:] = _one_at_a_time(runner, error), [1] * sum(sizes[i:])
-                size = 1
+                parallel, size = _one_at_a_time(runner, error), 1
         if not parallel:
             trace, latents = runner.run_one()
         check_wanted(wanted, trace)
         yield size, chunk_outputs(meta, trace, latents, wanted, runner.nesting, size)
+        done += size
 
 
 def _one_at_a_time(runner: ChunkRunner, error: BatchedDrawError) -> bool:

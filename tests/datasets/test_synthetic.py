@@ -41,3 +41,14 @@ def test_a_written_folder_loads_with_its_splits_and_grids(tmp_path):
 def test_bad_arguments_are_named(tmp_path, call, match):
     with pytest.raises(ValueError, match=match):
         call(tmp_path)
+
+
+def test_a_name_that_is_a_path_or_data_that_is_not_finite_is_refused(tmp_path):
+    x, y = np.zeros((10, 2)), np.zeros(10)
+    for name in ("../../x", "a/b", "..", ""):
+        with pytest.raises(ValueError, match="is not a plain folder name"):
+            write_uci_folder(tmp_path / "root", name, x, y)
+    x[3, 1] = np.nan
+    with pytest.raises(ValueError, match="x and y hold NaN or infinite values"):
+        write_uci_folder(tmp_path / "root", "ok", x, y)
+    assert not any(tmp_path.rglob("data.txt"))  # nothing written, inside root or out of it

@@ -52,7 +52,19 @@ BAD_FILES = [
     ("dropout_rates.txt", "0.1\n1.0\n", r"dropout_rates\.txt: a drop probability must be below 1"),
     ("tau_values.txt", "0\n", r"tau_values\.txt: a precision must be positive"),
     ("data.txt", "1 2 x\n", r"data\.txt: not a matrix of numbers"),
+    ("data.txt", "\0" * 1000, r"data\.txt: not a text file \(it holds NUL bytes\)"),
 ]
+
+
+def test_a_value_beyond_float32_is_named_with_its_line(tiny):
+    path = _data_folder(tiny) / "data.txt"
+    lines = path.read_text().splitlines()
+    values = lines[6].split()
+    values[1] = "1e39"  # finite as a double, inf in the float32 the networks train in
+    lines[6] = " ".join(values)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=r"data\.txt, line 7, column 2: 1e\+39 is beyond float32's range"):
+        UCIBenchmark.load("tiny", tiny)
 
 
 @pytest.mark.parametrize(

@@ -47,6 +47,17 @@ def test_bbalpha_scores_each_alpha_and_a_rerun_resumes(images, tmp_path, capsys)
     ]
 
 
+def test_an_edited_result_with_lists_of_different_lengths_is_refused(images, tmp_path, capsys):
+    results = _bbalpha(images, tmp_path, "mlp", 1)
+    results["mlp"]["0.5"]["accuracy"] *= 3  # three accuracies against one test LL
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    args = ["mnist", "bbalpha", "--data-dir", str(images), "--out", str(tmp_path), "--num-samples", "6"]
+    args += ["--models", "mlp", "--particles", "3", "--alphas", "0,0.5,1", *TINY]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "mlp at alpha 0.5 holds lists of different lengths {'accuracy': 3, 'test_ll': 1}" in err
+
+
 @pytest.mark.slow
 def test_bbalpha_trains_the_keras_cnn(images, tmp_path):
     results = _bbalpha(images, tmp_path, "cnn", 1)

@@ -74,6 +74,24 @@ def test_kfold_with_a_fit_of_ones_own_and_bad_arguments():
         kfold(lambda: MLP(1, hidden=(4,)), x, y[:5], k=3)
     with pytest.raises(ValueError, match="steps must be a positive int"):
         kfold(lambda: MLP(1, hidden=(4,)), x, y, k=3, steps=0)
+    with pytest.raises(ValueError, match="lr must be a positive finite number, got -1"):
+        kfold(lambda: MLP(1, hidden=(4,)), x, y, k=3, lr=-1)  # before: trained uphill, elpd -460,376
+    with pytest.raises(
+        TypeError, match=r"loss is the class DropoutELBO; give an instance, loss=DropoutELBO\(\)"
+    ):
+        kfold(lambda: MLP(1, hidden=(4,)), x, y, k=3, loss=DropoutELBO)
+    with pytest.raises(ValueError, match="x holds 1 NaN or infinite values"):
+        kfold(lambda: MLP(1, hidden=(4,)), x.index_fill(0, torch.tensor([2]), float("nan")), y, k=3)
+
+
+def test_loo_refuses_log_likelihoods_that_are_not_finite():
+    import xarray as xr
+
+    values = np.zeros((1, 4, 3))
+    values[0, 1, 2] = -np.inf
+    idata = az.InferenceData(log_likelihood=xr.Dataset({"obs": (("chain", "draw", "obs_dim_0"), values)}))
+    with pytest.raises(ValueError, match="log-likelihood of 'obs' holds 1 NaN or infinite values"):
+        loo(idata)  # before: an elpd of nan, ArviZ's own warnings silenced
 
 
 def test_loo_warns_once_and_names_kfold_where_many_pareto_k_are_high(monkeypatch):

@@ -58,3 +58,7 @@ def test_reloo_refuses_what_it_cannot_score():
         reloo(lambda: MLP(1), x[:5], y[:5], psis)
     with pytest.raises(ValueError, match="one row per point"):
         reloo(lambda: MLP(1), x, y[:5], psis)
+    with pytest.raises(ValueError, match="k_thresh must be a finite number"):
+        reloo(lambda: MLP(1), x, y, psis, k_thresh=float("nan"))  # before: the PSIS result unchanged
+    with pytest.raises(ValueError, match="reloo: steps must be a positive int, got 0"):
+        reloo(lambda: MLP(1), x, y, psis, steps=0)  # before: untrained refits scored

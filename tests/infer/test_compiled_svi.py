@@ -194,7 +194,7 @@ def test_a_scheduler_and_bad_optimizer_settings_are_refused_by_name():
     sched = pyro.optim.ExponentialLR(
         {"optimizer": torch.optim.Adam, "optim_args": {"lr": 0.01}, "gamma": 0.5}
     )
-    with pytest.raises(ValueError, match="does not step a learning-rate scheduler .*ExponentialLR"):
+    with pytest.raises(ValueError, match=r"does not step a learning-rate scheduler .*ExponentialLR"):
         CompiledSVI(model, guide, sched, DropoutELBO())
     for settings, message in (
         ({"lrr": 0.01}, r"Adam takes no setting \['lrr'\]; its settings: lr, betas"),

@@ -61,8 +61,58 @@ def test_the_quantile_and_bad_inputs():
         conformal_quantile(scores, 1.5)
     with pytest.raises(ValueError, match="method must be 'aps' or 'raps'"):
         conformal_set(torch.rand(4, 3), torch.zeros(4), torch.rand(2, 3), method="lac")
-    with pytest.raises(ValueError, match=r"expected 4 labels in 0\.\.2"):
-        conformal_set(torch.rand(4, 3), torch.tensor([0, 1, 2, 3]), torch.rand(2, 3))
+    probs = torch.rand(4, 3).softmax(-1)
+    with pytest.raises(ValueError, match=r"expected 4 whole-number labels in 0\.\.2"):
+        conformal_set(probs, torch.tensor([0, 1, 2, 3]), probs[:2])
+
+
+BAD_SETS = [  # (calibration, labels, test, keywords, message); before, each gave a set without a word
+    ("probs", [0.0, 1.7, 2.0, 0.0], "probs", {}, "whole-number labels"),
+    ("nan", [0, 1, 2, 0], "probs", {}, "NaN or infinite"),
+    ("probs", [0, 1, 2, 0], "five", {}, "calibration predictions have 3 classes, the test predictions 5"),
+    ("logits", [0, 1, 2, 0], "probs", {}, r"logits\?\): give probabilities"),
+    ("probs", [0, 1, 2, 0], "probs", {"method": "raps", "lam": -1.0}, "lam must be a finite number >= 0"),
+    ("probs", [0, 1, 2, 0], "probs", {"method": "raps", "lam": float("nan")}, "lam must be"),
+    ("probs", [0, 1, 2, 0], "probs", {"method": "raps", "k_reg": -5}, "k_reg must be a whole number"),
+    ("empty", [], "probs", {}, "needs calibration points; got none"),
+]
+
+
+@pytest.mark.parametrize(("cal", "labels", "test", "keywords", "message"), BAD_SETS)
+def test_bad_set_inputs_are_named(cal, labels, test, keywords, message):
+    g = torch.Generator().manual_seed(0)
+    probs = torch.rand(4, 3, generator=g).softmax(-1)
+    made = {
+        "probs": probs,
+        "nan": probs.clone().index_fill_(0, torch.tensor([1]), float("nan")),
+        "five": torch.rand(2, 5, generator=g).softmax(-1),
+        "logits": torch.randn(4, 3, generator=g) * 3,
+        "empty": probs[:0],
+    }
+    with pytest.raises(ValueError, match=message):
+        conformal_set(made[cal], torch.tensor(labels), made[test], **keywords)
+
+
+def test_bad_interval_inputs_are_named():
+    mean, sd, y = torch.zeros(5), torch.ones(5), torch.zeros(5)
+    nan = torch.tensor([0.0, float("nan"), 0.0, 0.0, 0.0])
+    cases = [
+        ((mean, sd), nan, (mean, sd), "y_calibration: 1 of its 5 values are NaN"),
+        ((nan, sd), y, (mean, sd), "calibration's mean: 1 of its 5 values are NaN"),
+        ((mean, nan.abs()), y, (mean, sd), "calibration's sd: 1 of its 5"),
+        ((mean, -sd), y, (mean, sd), "calibration's sd must be positive"),
+        ((mean, 0 * sd), y, (mean, sd), "calibration's sd must be positive"),
+        ((mean, sd), y, (mean, -sd), "test's sd must be >= 0"),
+        ((mean, sd), y[:3], (mean, sd), "expected 5 targets"),
+        ((mean, sd[:2]), y, (mean, sd), r"must be \[N\] each"),
+    ]
+    for cal, targets, test, message in cases:
+        with pytest.raises(ValueError, match=message):
+            conformal_interval(cal, targets, test)
+    with pytest.raises(ValueError, match="1 of the 3 scores are NaN"):
+        conformal_quantile(torch.tensor([1.0, float("nan"), 2.0]), 0.5)
+    lower, upper = conformal_interval((mean, 0 * sd), y + 1, (mean, sd), normalised=False)
+    assert (upper > lower).all()  # a zero sd is fine for constant widths
 
 
 def test_predictions_of_a_model_go_in_as_they_are():

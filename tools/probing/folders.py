@@ -4,6 +4,7 @@ file that was there before it ran changed."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -56,6 +57,19 @@ def _write(name: str, text: str) -> Callable[[Path, Path], None]:
     return lambda out, outside: (out / name).write_text(text)
 
 
+def _edit_nan(argv: list[str]) -> Callable[[Path, Path], None]:
+    def prepare(out: Path, outside: Path) -> None:
+        cli([*argv, "--out", str(out)])
+        path = out / "results.json"
+        path.write_text(path.read_text().replace('"epistemic": [', '"epistemic": [NaN, ', 1))
+
+    return prepare
+
+
+def _fifo(name: str) -> Callable[[Path, Path], None]:
+    return lambda out, outside: os.mkfifo(out / name)  # reading it would block forever
+
+
 BBALPHA = ["mnist", "bbalpha", *MNIST_TINY, "--train-size", "200", "--alphas", "0.5", "--repeats", "1"]
 BANDIT = ["bandit", "--rounds", "30", "--repeats", "1", "--quiet"]
 RL = ["rl", "--batches", "40", "--burn-in", "20", "--hidden", "8", "--batch-size", "8", "--quiet"]
@@ -76,6 +90,14 @@ def results_probes() -> list[Probe]:
         ("synthetic.png a link outside --out", _link("synthetic.png"), SYNTHETIC, ("link",)),
     ]
     cases += [
+        ("synthetic on a results.json holding NaN", _edit_nan(SYNTHETIC), SYNTHETIC, ("NaN",)),
+        ("synthetic on a FIFO at results.json", _fifo("results.json"), SYNTHETIC, ("regular file",)),
+        (
+            "synthetic on a deeply nested results.json",
+            _write("results.json", "[" * 100_000),
+            SYNTHETIC,
+            ("nested",),
+        ),
         ("mnist bbalpha on a results.json of []", _write("results.json", "[]"), BBALPHA, ("results.json",)),
         (
             "mnist bbalpha on a truncated results.json",
@@ -144,5 +166,6 @@ def path_probes() -> list[Probe]:
             ("a-file",),
         ),
         ("uci-table meeting mnist ood's results.json", _table_meeting_other_results, ("result",)),
+        ("synthetic --out ''", lambda: cli([*SYNTHETIC, "--out", ""]), ("--out is empty",)),
     ]
     return [Probe("command paths", what, call, names, refused) for what, call, names in cases]

@@ -19,7 +19,9 @@ from .command import (
 )
 from .noise import held_out_tau, m_step_tau
 from .options import add_flags, flatten, from_args, known_names, unflatten, unless_given, validate
+from .out_lock import holding_out
 from .results_file import (
+    check_scores,
     command_name,
     missing_runs,
     naming_command,
@@ -44,6 +46,7 @@ __all__ = [
     "add_threads",
     "check_device",
     "check_out",
+    "check_scores",
     "command_name",
     "command_settings",
     "device_flag",
@@ -52,6 +55,7 @@ __all__ = [
     "from_args",
     "given_flags",
     "held_out_tau",
+    "holding_out",
     "int_list",
     "is_result_file",
     "known_names",

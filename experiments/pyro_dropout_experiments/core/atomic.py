@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pyro_dropout.runtime import file_mode
+
 __all__ = ["refuse_link", "replace_atomically", "save_figure", "write_atomically"]
 
 
@@ -27,6 +29,7 @@ def replace_atomically(path: Path, write: Callable[[Path], Any]) -> None:
     descriptor, name = tempfile.mkstemp(
         prefix=f".{path.stem}.", suffix=f".partial{path.suffix}", dir=path.parent
     )
+    os.fchmod(descriptor, file_mode())  # the umask's mode, not mkstemp's 0600
     os.close(descriptor)
     temporary = Path(name)
     try:

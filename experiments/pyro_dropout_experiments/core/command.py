@@ -91,6 +91,8 @@ def given_flags(parser: argparse.ArgumentParser, argv: Sequence[str], parsed: ar
 def check_out(out: str | Path, flag: str = "--out") -> None:
     """Refuse, before any work, an output folder that cannot be one: a file, a link, a folder
     under a file, or a place this user cannot write. Nothing is created here."""
+    if not str(out).strip():
+        raise ValueError(f"{flag} is empty: give the folder to write to")
     path = Path(out)
     if path.is_symlink():
         raise ValueError(f"{flag} {path} is a symbolic link; give the folder it points to, or another")

@@ -21,6 +21,7 @@ from .atomic import refuse_link, write_atomically
 from .store import SCHEMA_VERSION, read_record
 
 __all__ = [
+    "check_scores",
     "command_name",
     "missing_runs",
     "naming_command",
@@ -77,7 +78,7 @@ def open_results(
     fresh: dict[str, Any] = {"command": command, "settings": plain} if command else {"settings": plain}
     if not path.exists():
         return fresh
-    kept = read_record(path, {"settings": (dict,)})
+    kept = read_record(path, {"settings": (dict,)}, finite=True)
     if command and kept.get("command", command) != command:
         raise ValueError(
             f"--out {out} holds the results of `pyro-dropout {kept['command']}`, not of "
@@ -92,12 +93,32 @@ def open_results(
     return {**kept, "settings": plain, **({"command": command} if command else {})} if resume else fresh
 
 
+def check_scores(out: Path, where: str, scores: Any, keys: tuple[str, ...]) -> dict[str, list[float]]:
+    """A kept run's ``scores`` (``results.json``'s entry ``where``): a dict holding each of
+    ``keys`` as a list of numbers, all of one length (a run adds one to each); else an error
+    naming the file and the entry."""
+    path = Path(out) / "results.json"
+    fix = "remove it (or the entry) to run it again"
+    if not isinstance(scores, dict) or any(not isinstance(scores.get(k), list) for k in keys):
+        raise ValueError(f"{path}: {where} is not a dict of lists {list(keys)}; {fix}")
+    lengths = {k: len(scores[k]) for k in keys}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"{path}: {where} holds lists of different lengths {lengths}; {fix}")
+    if any(isinstance(v, bool) or not isinstance(v, int | float) for k in keys for v in scores[k]):
+        raise ValueError(f"{path}: {where} holds values that are not numbers; {fix}")
+    return scores
+
+
 def save_results(out: Path, record: dict[str, Any]) -> Path:
     """Write ``record`` as ``out/results.json`` (stamped with the schema and the command) atomically."""
     path = Path(out) / "results.json"
     command = command_name()
     stamped = {"schema_version": SCHEMA_VERSION, **({"command": command} if command else {}), **record}
-    write_atomically(path, json.dumps(stamped, indent=1))
+    try:
+        text = json.dumps(stamped, indent=1, allow_nan=False)
+    except ValueError:
+        raise ValueError(f"{path}: a result to write is NaN or infinite; nothing was written") from None
+    write_atomically(path, text)
     return path
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,15 +54,42 @@ def _fail(path: Path, what: str) -> ValueError:
     return ValueError(f"{path}: {what}; remove the file to run it again")
 
 
-def read_record(path: Path, required: dict[str, tuple[type, ...]]) -> dict[str, Any]:
-    """The JSON object in ``path`` with ``required`` fields of the right types; else an error
-    naming the file and what is wrong with it."""
+MAX_BYTES = 256 * 2**20  # a kept JSON file larger than this is not one this project wrote
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(name)
+
+
+def _text(path: Path) -> str:
+    """A kept file's text: a regular file (not a link, a FIFO or a device) of a sane size."""
     try:
-        record = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise _fail(path, f"not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+        info = os.lstat(path)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise _fail(path, "not a regular file (a link, a FIFO or a device)")
+    if info.st_size > MAX_BYTES:
+        raise _fail(path, f"{info.st_size / 2**20:.0f} MiB, larger than any results file this project writes")
+    return path.read_text()
+
+
+def read_record(path: Path, required: dict[str, tuple[type, ...]], finite: bool = False) -> dict[str, Any]:
+    """The JSON object in ``path`` with ``required`` fields of the right types; else an error
+    naming the file and what is wrong with it. ``finite``: a NaN or an infinity anywhere in it
+    is an error too (the file was edited: this project's commands never write one there)."""
+    try:
+        text = _text(path)
     except UnicodeDecodeError:
         raise _fail(path, "not a text file") from None
+    try:
+        record = json.loads(text, parse_constant=_refuse_constant if finite else None)
+    except RecursionError:
+        raise _fail(path, "nested too deeply to be a results file") from None
+    except json.JSONDecodeError as e:
+        raise _fail(path, f"not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+    except ValueError as e:  # a NaN or an infinity, where ``finite``
+        raise _fail(path, f"holds {e} (results are finite numbers)") from None
     if not isinstance(record, dict):
         raise _fail(path, f"expected a JSON object, found a {type(record).__name__}")
     version = record.get("schema_version", 1)

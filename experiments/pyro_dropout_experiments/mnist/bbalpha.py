@@ -14,7 +14,7 @@ from typing import Any
 from pyro_dropout.metrics import accuracy, negative_log_likelihood
 from pyro_dropout.nn import KerasCNN, small_mlp
 
-from ..core import open_results, save_results
+from ..core import check_scores, open_results, save_results
 from .alpha_figures import bbalpha_figure
 from .alpha_settings import AlphaSettings
 from .alpha_training import train_with_alpha
@@ -86,6 +86,7 @@ def run_bbalpha(
             scores = results.setdefault(name, {}).setdefault(
                 alpha_key(alpha), {"accuracy": [], "test_ll": []}
             )
+            check_scores(out, f"{name} at alpha {alpha_key(alpha)}", scores, ("accuracy", "test_ll"))
             for repeat in range(len(scores["accuracy"]), a.repeats):
                 start = time.perf_counter()
                 for k, v in _one_run(name, alpha, repeat, splits, s, a, progress).items():

@@ -50,7 +50,7 @@ def run_uci(
     if not s.retrain and not protocol.grid:
         raise ValueError(f"{m.name!r} has no grid search, so no grid network to score")
     paths = {i: protocol.path(i) for i in splits}
-    kept = read_kept(paths, s, m)
+    kept = read_kept(paths, s, m, bench)
     todo = [i for i in splits if i not in kept]
     if kept:
         log(f"{bench.name} {m.name}: keeping finished splits {sorted(kept)}")

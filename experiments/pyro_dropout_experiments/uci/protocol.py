@@ -26,7 +26,7 @@ from ..core.store import ResultStore
 from ..core.training import Standardiser
 from .labels import label
 from .method import GridSetup, Method
-from .resume import check_grid_rows, read_kept
+from .resume import DATA_KEY, check_grid_rows, data_digest, read_kept
 from .runs import Spec, scores_dict, train_and_score
 from .settings import Settings, UCIBenchmark
 from .stages import Protocol
@@ -106,7 +106,9 @@ class UCIProtocol(Protocol):
         return where(self.bench.name, self.name, split)
 
     def stored_settings(self) -> dict[str, Any]:
-        return {**flatten(self.s), **flatten(self.method.options, self.method.prefix)}
+        """The settings a result records, with a digest of the data it was made from."""
+        options = flatten(self.method.options, self.method.prefix)
+        return {**flatten(self.s), **options, DATA_KEY: data_digest(self.bench)}
 
     def _train(self, specs: list[Spec], num_samples: int, desc: str) -> list[dict[str, Any]]:
         results: dict[int, dict] = {}
@@ -160,7 +162,7 @@ class UCIProtocol(Protocol):
         if not self.grid:
             return {}
         paths = {i: self.path(i, grid=True) for i in splits}
-        stored = read_kept(paths, self.s, self.method, grid=True)
+        stored = read_kept(paths, self.s, self.method, self.bench, grid=True)
         for i, record in stored.items():
             check_grid_rows(paths[i], record["validation"], self.grid)
         validation = {i: stored[i]["validation"] for i in stored}

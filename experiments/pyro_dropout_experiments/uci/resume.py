@@ -3,17 +3,34 @@ were made with this run's settings; a file that cannot be read is an error namin
 
 from __future__ import annotations
 
+import hashlib
 import math
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..core.options import flatten, unflatten
 from ..core.store import GRID_FIELDS, RESULT_FIELDS, read_record
 from .method import Method
 from .registry import get_method, method_class
-from .settings import CHECKED_SETTINGS, LEGACY_SETTINGS, Settings
+from .settings import CHECKED_SETTINGS, LEGACY_SETTINGS, Settings, UCIBenchmark
 
-__all__ = ["check_grid_rows", "method_from_stored", "read_kept"]
+__all__ = ["DATA_KEY", "check_grid_rows", "data_digest", "method_from_stored", "read_kept"]
+
+DATA_KEY = "data_sha256"  # a result's digest of the data it was made from (files before it: none)
+
+
+def data_digest(bench: UCIBenchmark) -> str:
+    """SHA-256 of what a run reads: the inputs, the targets and every split's rows (as numbers,
+    so that a changed value or split is another digest and a reformatted file is not)."""
+    h = hashlib.sha256(bench.name.encode())
+    arrays = [bench.x, bench.y] + [a for sp in bench.splits for a in (sp.train, sp.test)]
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
 
 
 def _made_with(stored: dict[str, Any], method: Method) -> dict[str, Any]:
@@ -30,18 +47,26 @@ def method_from_stored(name: str, stored: dict[str, Any]) -> Method:
 
 
 def read_kept(
-    paths: dict[int, Path | None], s: Settings, method: Method, grid: bool = False
+    paths: dict[int, Path | None], s: Settings, method: Method, bench: UCIBenchmark, grid: bool = False
 ) -> dict[int, dict[str, Any]]:
     """The finished files among ``paths`` (results, or grid searches with ``grid``), each checked
-    to come from this data set's method with this run's settings (else an error naming it)."""
+    to come from this data set's method with this run's settings and data (else an error naming it)."""
     required = GRID_FIELDS if grid else RESULT_FIELDS
-    kept = {i: read_record(p, required) for i, p in paths.items() if p is not None and p.is_file()}
+    kept = {i: read_record(p, required) for i, p in paths.items() if p is not None and p.exists()}
     now = {**{k: getattr(s, k) for k in CHECKED_SETTINGS}, **flatten(method.options, method.prefix)}
+    digest = data_digest(bench) if kept else ""
     for i, stored in kept.items():
-        if stored["method"] != method.name or stored["split"] != i:
+        if (stored["dataset"], stored["method"], stored["split"]) != (bench.name, method.name, i):
             raise ValueError(
-                f"{paths[i]} holds split {stored['split']} of {stored['method']!r}, not split {i} of "
-                f"{method.name!r}; remove it to re-run it"
+                f"{paths[i]} holds split {stored['split']} of {stored['method']!r} on {stored['dataset']!r}, "
+                f"not split {i} of {method.name!r} on {bench.name!r}; remove it to re-run it"
+            )
+        settings = stored.get("settings", {})
+        made_from = settings.get(DATA_KEY) if isinstance(settings, dict) else None
+        if made_from is not None and made_from != digest:
+            raise ValueError(
+                f"{paths[i]} was made from other data than {bench.name}'s files now hold (a changed "
+                "value or split); give another --out folder (or remove the file to re-run it)"
             )
         made = _made_with(stored.get("settings", {}), method)
         for key, value in now.items():

@@ -23,7 +23,7 @@ import torch
 from pyro.nn import PyroModule
 
 from ..functional import strip_plate_slots
-from ..layers import BayesianLayer
+from ..layers import BayesianLayer, minibatch_scale
 from ..masking import per_example_active
 from .dropout_calls import RefuseDropout
 from .fold import Fold, FoldError, folding
@@ -240,6 +240,6 @@ class ConvertedModel(PyroModule):
             )
         check_targets(self.likelihood, y, n)
         event = f.dim() - len(draws) - 1
-        scale = 1.0 if num_data is None else num_data / n
+        scale = minibatch_scale("from_module", num_data, n)
         with pyro.plate("data", n, dim=-1), pyro.poutine.scale(scale=scale):
             return observe(self.likelihood, f, y, self.tau, event)

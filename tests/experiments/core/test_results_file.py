@@ -90,3 +90,40 @@ def test_a_rerun_with_the_same_settings_resumes_and_may_ask_for_more_runs(tmp_pa
 def test_a_fresh_run_is_not_handed_the_kept_runs_without_resume(tmp_path):
     save_results(tmp_path, {"settings": {"a": 1}, "runs": {"x": 1}})
     assert "runs" not in open_results(tmp_path, {"a": 1})
+
+
+def test_an_edited_or_odd_results_file_is_refused_by_name(tmp_path):
+    import os
+
+    out = tmp_path / "out"
+    save_results(out, {"settings": {"a": 1}, "runs": {"x": [1.0]}})
+    path = out / "results.json"
+    text = path.read_text()
+    path.write_text(text.replace("1.0", "NaN"))  # edited by hand
+    with pytest.raises(ValueError, match=r"results\.json: holds NaN \(results are finite numbers\)"):
+        open_results(out, {"a": 1}, resume=True)
+    path.write_text('{"settings": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(ValueError, match="nested too deeply"):
+        open_results(out, {"a": 1})
+    path.unlink()
+    os.mkfifo(path)  # reading it would block forever
+    with pytest.raises(ValueError, match="not a regular file"):
+        open_results(out, {"a": 1})
+    path.unlink()
+    with pytest.raises(ValueError, match="a result to write is NaN or infinite; nothing was written"):
+        save_results(out, {"settings": {}, "runs": {"x": float("inf")}})
+    assert not path.exists()
+
+
+def test_files_get_the_mode_the_umask_gives(tmp_path):
+    import os
+
+    mask = os.umask(0o022)
+    try:
+        write_atomically(tmp_path / "a.json", "{}")
+        os.umask(0o077)
+        write_atomically(tmp_path / "b.json", "{}")
+    finally:
+        os.umask(mask)
+    assert (tmp_path / "a.json").stat().st_mode & 0o777 == 0o644  # mkstemp alone: 0o600
+    assert (tmp_path / "b.json").stat().st_mode & 0o777 == 0o600
