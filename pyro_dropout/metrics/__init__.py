@@ -1,5 +1,16 @@
 """Predictive summaries and scores: regression, classification, calibration, OOD detection."""
 
+from .acquisition import (
+    ACQUISITIONS,
+    acquisition_scores,
+    bald,
+    epistemic_variance,
+    max_entropy,
+    mean_std,
+    random_scores,
+    variation_ratios,
+)
+from .batch_bald import batch_bald, joint_entropy
 from .calibration import adaptive_ece, aurc, classwise_ece, fit_temperature, risk_coverage
 from .classification import (
     ReliabilityDiagram,
@@ -37,6 +48,7 @@ from .reports import (
 from .streaming import CategoricalScores, GaussianMixtureScores, LogMeanExp, RunScores, score_gaussian_draws
 
 __all__ = [
+    "ACQUISITIONS",
     "CategoricalScores",
     "ClassificationReport",
     "GaussianMixtureScores",
@@ -45,11 +57,14 @@ __all__ = [
     "ReliabilityDiagram",
     "RunScores",
     "accuracy",
+    "acquisition_scores",
     "adaptive_ece",
     "aupr",
     "aurc",
     "auroc",
     "average_ranks",
+    "bald",
+    "batch_bald",
     "brier_score",
     "classification_report",
     "classwise_ece",
@@ -59,10 +74,14 @@ __all__ = [
     "coverage",
     "crps",
     "entropy",
+    "epistemic_variance",
     "evaluate",
     "expected_calibration_error",
     "fit_temperature",
     "gaussian_log_likelihood",
+    "joint_entropy",
+    "max_entropy",
+    "mean_std",
     "merge_reports",
     "miscalibration_area",
     "miscalibration_area_from_pit",
@@ -71,6 +90,7 @@ __all__ = [
     "ood_detection",
     "pit",
     "predictive_entropy",
+    "random_scores",
     "regression_report",
     "reliability_diagram",
     "risk_coverage",
@@ -78,4 +98,5 @@ __all__ = [
     "score_gaussian_draws",
     "uncertainty_scores",
     "variation_ratio",
+    "variation_ratios",
 ]
