@@ -8,17 +8,17 @@ On the UCI net (13-50-1, batch 32 by default), each timed interleaved over ``blo
 
 * ``raw_step``: the benchmark of record's raw step (``F.dropout`` + ``F.linear``, Adam fused);
 * ``raw_loss_grad``: its loss and backward pass only, no optimizer;
-* ``trace_loss_grad``: the library's traced loss (the trace the default makes after its first
+* ``trace_loss_grad``: the library's recorded loss (the graph the default records after its first
   steps) and its backward pass, called directly;
 * ``svi_step``: ``pyro.infer.SVI.step`` with ``DropoutGuide``, the default loss and
   ``pyro.optim.Adam`` (what the README's quick start runs);
 * ``svi_no_optim``: the same step without ``self.optim(params)`` (Pyro's ``SVI.step`` as written,
   the optimizer call left out): the loss under Pyro's parameter capture, ``zero_grads``;
-* ``compiled_step``: ``CompiledSVI`` at its defaults (the same trace, one fused Adam).
+* ``compiled_step``: ``CompiledSVI(graph="record")`` (the same graph, one fused Adam).
 
 ``svi_step - svi_no_optim`` is the time of Pyro's per-parameter optimizers inside the step, and
 ``raw_step - raw_loss_grad`` that of raw's one optimizer. ``--profile`` also prints, for the raw
-and the traced loss-and-backward, the self time per call of their slowest operations
+and the recorded loss-and-backward, the self time per call of their slowest operations
 (``torch.profiler``, grouped by input shape). The medians are printed in
 microseconds and written to ``benchmarks/results/step_parts_cpu_<loss>_b<batch>.json``
 (``step_parts_cpu_quick.json`` with ``--quick``).
@@ -59,12 +59,12 @@ def _svi_without_optimizer(svi, x, y):
 
 
 def _trace_of(svi, x, y):
-    """The default loss's trace of this input shape, and its inputs (the parameters, x, y)."""
+    """The default loss's recorded graph of this input shape, and its inputs (the parameters, x, y)."""
     objective = svi.loss_and_grads.__self__
-    jit_loss = next(iter(objective.jit_losses.values()))
-    (traced,) = jit_loss.traced.traces.values()
-    params = [pyro.param(name).unconstrained() for name in jit_loss.names]
-    return traced, (*params, x, y), params
+    graph_loss = next(iter(objective.graph_losses.values()))
+    (graph,) = graph_loss.recorded.graphs.values()
+    params = [pyro.param(name).unconstrained() for name in graph_loss.names]
+    return graph, (*params, x, y), params
 
 
 def _loss_grad(loss_of, params):
@@ -100,8 +100,8 @@ def measure(loss_name: str, batch: int, steps: int, blocks: int, profile: bool =
     raw = RawStep(SIZES, False, k, alpha, torch.device("cpu"), {"fused": True})
     raw_params = raw.opt.param_groups[0]["params"]
     svi, _, _ = library("svi", SIZES, False, make_loss(), torch.device("cpu"))
-    for _ in range(300):  # past the default's eager steps and the trace's first, doubling spot
-        svi.step(x, y, num_data=N_DATA)  # checks: from here one check every 256 traced calls
+    for _ in range(300):  # past the default's eager steps and the graph's first, doubling spot
+        svi.step(x, y, num_data=N_DATA)  # checks: from here one check every 64 calls
     traced, inputs, params = _trace_of(svi, x, y)
     runners = {
         "raw_step": lambda: raw.step(x, y),
@@ -115,7 +115,7 @@ def measure(loss_name: str, batch: int, steps: int, blocks: int, profile: bool =
         for key in ("raw_loss_grad", "trace_loss_grad"):
             _print_profile(key, runners[key], steps)
     pyro.clear_param_store()  # CompiledSVI sets up its own guide of the same names
-    compiled, _, _ = library("compiled", SIZES, False, make_loss(), torch.device("cpu"))
+    compiled, _, _ = library("compiled_record", SIZES, False, make_loss(), torch.device("cpu"))
     compiled_times = interleaved_times(
         {"raw_step": lambda: raw.step(x, y), "compiled_step": lambda: compiled.step(x, y, num_data=N_DATA)},
         torch.device("cpu"),

@@ -45,13 +45,12 @@ class PoolDraws:
                 "masks per row, masks='own'): convert it with masks='shared', whose draws are one "
                 "function for every row"
             )
-        self.site = next(
-            (n for n, kind in first.kinds.items() if kind == "likelihood" and n in first.probs), None
-        )
-        if self.site is None:
+        site = next((n for n, kind in first.kinds.items() if kind == "likelihood" and n in first.probs), None)
+        if site is None:
             raise ValueError(
                 "pool draws: the model has no categorical likelihood (class probabilities) to score"
             )
+        self.site: str = site
         if not torch.equal(self.probs(example[:2]), self.probs(example[:2])):
             raise ValueError(
                 "pool draws: with its weights fixed the model still draws randomness of its own (a "
