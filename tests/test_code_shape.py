@@ -21,7 +21,7 @@ LAYERS = [
     {"prediction"},
     {"metrics", "export", "attacks", "policies", "lightning"},
     {"baselines", "datasets"},
-    {"front", "batches"},
+    {"front", "batches", "active"},
     {"__init__"},
 ]
 

@@ -4,6 +4,7 @@ The scores themselves (BALD, max entropy, variation ratios, mean std, BatchBALD)
 :mod:`pyro_dropout.metrics`.
 """
 
+from .loop import ActiveLearner, balanced_start
 from .pool import PoolDraws, pool_probs
 
-__all__ = ["PoolDraws", "pool_probs"]
+__all__ = ["ActiveLearner", "PoolDraws", "balanced_start", "pool_probs"]
