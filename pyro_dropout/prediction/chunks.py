@@ -24,6 +24,10 @@ DrawLatents = Callable[[int, int, Trace, tuple, dict], Trace]  # (size, nesting,
 MAX_AUTO_CHUNK = 100  # at most this many draws per chunk on a CPU, where the cache sets it
 ACCELERATOR_FREE_SHARE = 8  # on a CUDA device: a chunk's widest layer within an eighth of its free memory
 ACCELERATOR_CHUNK_BYTES = 2**30  # on another accelerator, whose free memory is not asked: within 1 GiB
+# the last-level cache a chunk is sized for, at most: a virtual machine reports its host's whole L3
+# (300 MiB on this project's reference machine on 2026-12-02, 32 MiB on 2026-11-29), of which one
+# core's share is a few MiB; a quarter of this cap (8 MiB) is the chunk measured best in 2026-11
+LLC_CAP_BYTES = 32 * 2**20
 
 
 @dataclass
@@ -93,7 +97,8 @@ def auto_chunk_size(
     device: torch.device | None, per_draw_bytes: int, num_samples: int, shared_bytes: int = 0
 ) -> int:
     """Draws per chunk. On a CPU, as many as keep a chunk's widest layer within a quarter of the
-    last-level cache (``PYRO_DROPOUT_CACHE_MB`` overrides the cache's size), so each layer's output
+    last-level cache, at most a quarter of :data:`LLC_CAP_BYTES` (``PYRO_DROPOUT_CACHE_MB`` overrides
+    the cache's size and the cap), so each layer's output
     is still in cache when the next reads it, at most ``MAX_AUTO_CHUNK``; where the draws share
     part of the pass, whose widest tensor takes ``shared_bytes``, the chunk's own tensors may take
     as much as that (the memory the pass needs anyway), so the shared part runs once for many
@@ -103,6 +108,6 @@ def auto_chunk_size(
     if device is not None and device.type != "cpu":
         fit = max(1, min(int(_accelerator_budget(device) // max(per_draw_bytes, 1)), num_samples))
         return -(-num_samples // -(-num_samples // fit))  # the fewest chunks, evened out
-    cache = told_cache_bytes() or cache_bytes() or 8 * 2**20
+    cache = told_cache_bytes() or min(cache_bytes() or 8 * 2**20, LLC_CAP_BYTES)
     fit = int(max(cache / 4, shared_bytes) // max(per_draw_bytes, 1))
     return max(1, min(fit, MAX_AUTO_CHUNK, num_samples))

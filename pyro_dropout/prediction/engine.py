@@ -20,6 +20,7 @@ from .collect import Outputs, chunk_outputs, plate_nesting
 from .draw_cost import per_draw_bytes
 from .draws import Predictions
 from .observations import check_array_inputs, check_observations
+from .recorded import ChunkGraphs
 
 __all__ = ["check_wanted", "device_of", "draw_chunks", "prepare", "wanted_sites"]
 
@@ -120,23 +121,47 @@ def draw_chunks(
     parallel: bool,
     wanted: set[str] | None,
     meta: Predictions,
+    graphs: ChunkGraphs | None = None,
 ) -> Iterator[tuple[int, Outputs]]:
     """``(size, draws)`` of each chunk, vectorised over its draws (``parallel=False``: one draw at a
-    time, no plate of draws, for models that cannot broadcast); where a chunk of batched draws
-    fails after the batching check passed, the rest run one at a time, with a warning."""
+    time, no plate of draws, for models that cannot broadcast), each chunk's pass recorded once and
+    replayed where ``graphs`` keeps it (:mod:`.recorded`); where a chunk of batched draws fails after
+    the batching check passed, the rest run one at a time, with a warning."""
     done = 0
     while done < num_samples:  # a failed chunk of batched draws runs the rest one at a time
         size = min(chunk, num_samples - done) if parallel else 1
+        outputs = None
         if parallel:
             try:
-                trace, latents = runner.run(size)
+                count = (num_samples - done) // size  # chunks of this size left in the call
+                outputs = _batched_chunk(runner, size, count, wanted, meta, graphs, first=done == 0)
             except BatchedDrawError as error:  # the check's two draws passed, these did not
                 parallel, size = _one_at_a_time(runner, error), 1
-        if not parallel:
+        if outputs is None:
             trace, latents = runner.run_one()
-        check_wanted(wanted, trace)
-        yield size, chunk_outputs(meta, trace, latents, wanted, runner.nesting, size)
+            check_wanted(wanted, trace)
+            outputs = chunk_outputs(meta, trace, latents, wanted, runner.nesting, size)
+        yield size, outputs
         done += size
+
+
+def _batched_chunk(
+    runner: ChunkRunner,
+    size: int,
+    count: int,
+    wanted: set[str] | None,
+    meta: Predictions,
+    graphs: ChunkGraphs | None,
+    first: bool,
+) -> Outputs:
+    def run(args: tuple, kwargs: dict, description: Predictions) -> Outputs:
+        trace, latents = runner.run(size, args, kwargs)
+        check_wanted(wanted, trace)
+        return chunk_outputs(description, trace, latents, wanted, runner.nesting, size)
+
+    if graphs is None:
+        return run(runner.args, runner.kwargs, meta)
+    return graphs.outputs(size, count, runner.args, runner.kwargs, run, meta, first)
 
 
 def _one_at_a_time(runner: ChunkRunner, error: BatchedDrawError) -> bool:

@@ -18,6 +18,7 @@ from .batching import batched_is_exact
 from .collect import DRAWS_PLATE, Buffers, Outputs
 from .draws import Predictions
 from .engine import device_of, draw_chunks, prepare, wanted_sites
+from .recorded import chunk_graphs
 
 __all__ = [
     "Predictions",
@@ -126,7 +127,8 @@ def _guide_chunks(
     runner, chunk = prepare(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device, parallel)
     _check_seen(guide, runner.prototype)
     parallel = parallel and batched_is_exact(runner)
-    return draw_chunks(runner, num_samples, chunk, parallel, wanted, meta)
+    graphs = chunk_graphs(guide, model) if parallel else None
+    return draw_chunks(runner, num_samples, chunk, parallel, wanted, meta, graphs)
 
 
 def _check_seen(guide: Any, prototype: Trace) -> None:

@@ -12,6 +12,7 @@ from pyro_dropout.prediction.chunks import (
     chunk_sizes,
     largest_tensor_bytes,
 )
+from pyro_dropout.prediction.predictive import predict_chunks
 
 
 def test_chunk_sizes_cover_the_draws():
@@ -58,19 +59,32 @@ def test_auto_chunk_on_a_gpu_takes_few_large_chunks_within_a_memory_budget(monke
     assert auto_chunk_size(cuda, 2 * 2**20, 1000) == 125  # 256 MB (an eighth of 2 GB free): 128 fit, 8 chunks
 
 
-def test_predict_sizes_its_chunks_from_the_widest_layer(monkeypatch):
-    import pyro_dropout.prediction.engine as engine_module
+def _chunk_of(model, guide, x, num_samples, site):
+    """The draws of the first chunk ``predict`` makes."""
+    return next(iter(predict_chunks(model, guide, x, num_samples=num_samples, return_sites=[site])))[
+        site
+    ].shape[0]
 
+
+def test_predict_sizes_its_chunks_from_the_widest_layer(monkeypatch):
     monkeypatch.setenv("PYRO_DROPOUT_CACHE_MB", "1")
-    seen = []
-    original = engine_module.chunk_sizes
-    monkeypatch.setattr(engine_module, "chunk_sizes", lambda t, c: seen.append(c) or original(t, c))
     model = MLP(3, hidden=(64,))
     guide = DropoutGuide(model, dropout=0.1)
     x = torch.randn(256, 3)
     pred = predict(model, guide, x, num_samples=40, return_sites=["mean"])
     assert pred["mean"].shape == (40, 256)
-    assert seen == [4]  # 256 x 64 floats = 64 KB a draw, in a quarter of 1 MB
+    assert _chunk_of(model, guide, x, 40, "mean") == 4  # 256 x 64 floats = 64 KB a draw, in a quarter of 1 MB
+
+
+def test_a_reported_last_level_cache_is_capped(monkeypatch):
+    """A virtual machine may report its host's whole L3 (300 MiB): a chunk is sized for at most 32 MiB."""
+    import pyro_dropout.prediction.chunks as chunks_module
+
+    monkeypatch.delenv("PYRO_DROPOUT_CACHE_MB", raising=False)
+    monkeypatch.setattr(chunks_module, "cache_bytes", lambda: 300 * 2**20)
+    assert auto_chunk_size(torch.device("cpu"), 2 * 2**20, 1000) == 4  # 8 MiB / 2 MiB a draw
+    monkeypatch.setenv("PYRO_DROPOUT_CACHE_MB", "300")  # told: no cap
+    assert auto_chunk_size(torch.device("cpu"), 2 * 2**20, 1000) == 37
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "big", True])
@@ -88,21 +102,19 @@ def test_a_pass_shared_by_the_draws_runs_once_per_chunk_of_many_draws(monkeypatc
     from pyro_dropout.nn import LeNet
 
     monkeypatch.setenv("PYRO_DROPOUT_CACHE_MB", "1")
-    seen = []
-    original = engine_module.chunk_sizes
-    monkeypatch.setattr(engine_module, "chunk_sizes", lambda t, c: seen.append(c) or original(t, c))
     x = torch.randn(64, 1, 28, 28)
     for dropout_all, chunk in [(0.0, 40), (0.1, 1)]:  # conv masks: every tensor grows with the draws
         model = LeNet(num_data=64, dropout_all=dropout_all)
         guide = DropoutGuide(model)
         guide(x[:2], torch.zeros(2, dtype=torch.long))
-        seen.clear()
         pred = predict(model, guide, x, num_samples=40, return_sites=["logits"])
         assert pred["logits"].shape == (40, 64, 10)
-        assert seen == [chunk]  # conv1's output, 64 x 20 x 24 x 24 floats, is 2.8 MB: over the 1 MB cache
+        assert (
+            _chunk_of(model, guide, x, 40, "logits") == chunk
+        )  # conv1's output, 64 x 20 x 24 x 24 floats, is 2.8 MB: over the 1 MB cache
     model = LeNet(num_data=64)
     guide = DropoutGuide(model)
     guide(x[:2], torch.zeros(2, dtype=torch.long))
-    seen.clear()
-    predict(model, guide, x, num_samples=engine_module.MEASURE_FROM - 1, return_sites=["logits"])
-    assert seen == [1]  # too few draws to be worth measuring: one draw's widest tensor sets the chunk
+    assert (
+        _chunk_of(model, guide, x, engine_module.MEASURE_FROM - 1, "logits") == 1
+    )  # too few draws to be worth measuring: one draw's widest tensor sets the chunk
