@@ -28,6 +28,7 @@ API = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text()
         "datasets",
         "baselines",
         "runtime",
+        "active",
     ],
 )
 def test_every_public_name_is_documented(module):
