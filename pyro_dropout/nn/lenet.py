@@ -92,6 +92,7 @@ class LeNet(PyroModule):
     ) -> None:
         super().__init__()
         self.num_data = check_num_data(num_data, "LeNet")
+        self.image_shape = (channels, image_size, image_size)
         side = ((image_size - 4) // 2 - 4) // 2
         if side < 1:
             raise ValueError(f"LeNet: images of side {image_size} are too small (at least 16)")
@@ -106,6 +107,12 @@ class LeNet(PyroModule):
 
     def logits(self, x: torch.Tensor) -> torch.Tensor:
         """``[..., N, classes]`` for images ``[N, C, H, W]`` (leading dims: draws)."""
+        if tuple(x.shape[-3:]) != self.image_shape:
+            c, side, _ = self.image_shape
+            raise ValueError(
+                f"LeNet: built for images [N, {c}, {side}, {side}], got x of shape {tuple(x.shape)}: build "
+                f"LeNet(channels={x.shape[-3] if x.dim() >= 3 else c}, image_size=...) for other images"
+            )
         h = max_pool2d(self.conv1(x), 2)
         h = max_pool2d(self.conv2(h), 2)
         h = torch.relu(self.fc1(flatten(h, 3)))

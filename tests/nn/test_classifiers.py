@@ -70,3 +70,15 @@ def test_lenet_and_kerascnn_take_one_num_data():
         KerasCNN(num_data=2)(x, y)
     pyro.clear_param_store()
     assert poutine.trace(model).get_trace(torch.randn(300, 1, 28, 28)).nodes["obs"]["value"].shape == (300,)
+
+
+def test_lenet_names_images_of_another_shape():
+    """Before: "linear: input has 1250 features ... expects 800" from inside the network."""
+    from pyro_dropout.nn import LeNet
+
+    model = LeNet(num_data=10)
+    with pytest.raises(
+        ValueError, match=r"LeNet: built for images \[N, 1, 28, 28\], got x of shape \(4, 1, 32, 32\)"
+    ):
+        model.logits(torch.randn(4, 1, 32, 32))
+    assert LeNet(num_data=10, image_size=32).logits(torch.randn(4, 1, 32, 32)).shape[-1] == 10
