@@ -38,6 +38,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check pyro_dropout experiments/pyro_dropout_experiments tests examples benchmarks tools
 	$(BIN)/mypy
 
+# every benchmark but benchmarks/cuda_graphs.py, which needs a GPU (benchmarks/gpu_check.sh runs it)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/svi_step.py --threads 1
 	$(BIN)/python benchmarks/bbalpha_step.py
@@ -53,6 +54,10 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/shared_pass.py
 	$(BIN)/python benchmarks/kfold_cost.py
 	$(BIN)/python benchmarks/state_check.py --threads 1
+	$(BIN)/python benchmarks/step_parts.py --threads 1
+	$(BIN)/python benchmarks/wide_particles.py
+	$(BIN)/python benchmarks/compile_cost.py
+	$(BIN)/python benchmarks/process_dependence.py
 
 # The UCI benchmark (hours on a 2-core CPU): every METHOD on every DATASET, resumable.
 UCI_DATASETS ?= bostonHousing concrete wine-quality-red kin8nm power-plant naval-propulsion-plant protein-tertiary-structure

@@ -180,3 +180,13 @@ def test_an_empty_out_is_refused(capsys, tmp_path, monkeypatch):
     assert main(["synthetic", "--sizes", "10", "--steps", "2", "--quiet", "--out", ""]) == 2
     assert "--out is empty: give the folder to write to" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_misspelt_flag_is_named_by_its_command_with_the_closest_flag(capsys):
+    """Before: "unrecognized arguments: --quik (pyro-dropout --help: the flags)", from the top."""
+    with pytest.raises(SystemExit) as stop:
+        main(["demo", "--quik"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "pyro-dropout demo: error: unknown argument '--quik'; did you mean '--quick'?" in err
+    assert "(pyro-dropout demo --help: the flags)" in err

@@ -60,7 +60,13 @@ class Parser(argparse.ArgumentParser):
 
     def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
         argv = list(sys.argv[1:] if args is None else args)
-        parsed = super().parse_args(argv, namespace)
+        parsed, extras = super().parse_known_args(argv, namespace)
+        if extras:  # named by the command that was given, with the closest of its flags
+            command = _chosen(self, parsed)[-1]
+            flags = [o for action in command._actions for o in action.option_strings]
+            near = difflib.get_close_matches(extras[0].split("=", 1)[0], flags, n=1, cutoff=0.6)
+            hint = f"; did you mean '{near[0]}'?" if near else ""
+            command.error(f"unknown argument '{extras[0]}'{hint}")
         parsed.given = given_flags(self, argv, parsed)
         return parsed
 
