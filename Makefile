@@ -58,6 +58,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/wide_particles.py
 	$(BIN)/python benchmarks/compile_cost.py
 	$(BIN)/python benchmarks/process_dependence.py
+	$(BIN)/python benchmarks/pool_scoring.py
 
 # The UCI benchmark (hours on a 2-core CPU): every METHOD on every DATASET, resumable.
 UCI_DATASETS ?= bostonHousing concrete wine-quality-red kin8nm power-plant naval-propulsion-plant protein-tertiary-structure

@@ -33,6 +33,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
         "state_check",
         "cuda_graphs",
         "step_parts",
+        "pool_scoring",
     ],
 )
 def test_benchmark_runs(script):
