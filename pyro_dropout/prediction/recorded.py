@@ -61,13 +61,25 @@ Run = Callable[[tuple, dict, Any], Outputs]  # one eager chunk on (args, kwargs)
 
 
 class ChunkGraphs:
-    """The graphs of one guide's chunks, by key; ``eager``: the keys that run eagerly."""
+    """The graphs of one guide's chunks, by chunk size and input shape, for the model's and guide's
+    state and parameter values of ``now`` (a graph holds those values, so a change of either drops
+    them all: training between calls does not pile up graphs); ``eager``: the keys that run eagerly."""
 
     def __init__(self, watch: StateWatch) -> None:
         self.watch = watch
+        self.now: Hashable = None
         self.graphs: dict[Hashable, tuple[Callable, tuple]] = {}
         self.calls: dict[Hashable, int] = {}
         self.eager: set[Hashable] = set()
+
+    def _key(self, size: int, args: tuple, kwargs: dict) -> Hashable:
+        now = (self.watch(), _store_versions())
+        if now != self.now:
+            self.now = now
+            self.graphs.clear()
+            self.calls.clear()
+            self.eager.clear()
+        return size, call_key(args, kwargs)
 
     def outputs(
         self, size: int, count: int, args: tuple, kwargs: dict, run: Run, meta: Any, first: bool
@@ -75,7 +87,7 @@ class ChunkGraphs:
         """One chunk's outputs: from its graph where one is kept and trusted, else from ``run`` (which
         records one where the call has at least :data:`RECORD_FROM` chunks of this ``size``:
         ``count``); ``first``: the call's first chunk, checked (and describing the sites in ``meta``)."""
-        key = (size, call_key(args, kwargs), self.watch(), _store_versions())
+        key = self._key(size, args, kwargs)
         if key in self.eager or (key not in self.graphs and count < RECORD_FROM):
             return run(args, kwargs, meta)
         slots = TensorSlots(args, kwargs)

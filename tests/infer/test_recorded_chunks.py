@@ -42,6 +42,7 @@ def test_recorded_chunks_give_the_eager_chunks_draws(monkeypatch):
         pyro.get_param_store()["DropoutGuide.locs.output.bias"].unconstrained().add_(5.0)
     moved = _predict(model, guide, x, True, monkeypatch, num_samples=60, chunk_size=2)
     assert torch.allclose(moved.samples["mean"], eager.samples["mean"] + 5.0, atol=1e-5)
+    assert len(_kept(guide).graphs) == 1  # the graph of the earlier values dropped, not kept beside
 
 
 SHIFT = {"value": 0.0}
