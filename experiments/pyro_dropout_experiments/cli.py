@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from .active.command import add_active
 from .bandit.command import add_bandit
 from .core import Parser, check_out, holding_out, naming_command
 from .curves.command import add_co2, add_solar, add_synthetic
@@ -35,6 +36,7 @@ _EXAMPLES = """examples:
   pyro-dropout bandit --quick                                Thompson sampling with MC dropout
   pyro-dropout rl --quick                                    a DQN with dropout on CartPole (gymnasium)
   pyro-dropout dynamics --quick                              Concrete dropout in a cart-pole dynamics model
+  pyro-dropout active-learning --quick                       MNIST images acquired by BALD and others
   pyro-dropout COMMAND --help                                the flags of one command"""
 
 
@@ -67,6 +69,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     add_bandit(sub)
     add_rl(sub)
     add_dynamics(sub)
+    add_active(sub)
     return parser
 
 

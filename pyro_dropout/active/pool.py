@@ -34,11 +34,22 @@ class PoolDraws:
     ) -> None:
         if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 2:
             raise ValueError(f"pool draws: num_samples must be an int >= 2, got {num_samples!r}")
+        if getattr(guide, "prototype_trace", False) is None:
+            raise ValueError(
+                "pool draws: the guide has not met the model yet: train it first (or call guide(x, y) "
+                "once with labelled rows), its weights are what the pool is scored with"
+            )
         self.model = model
         with torch.random.fork_rng(devices=[]):
             pyro.set_rng_seed(seed)
             first = predict(model, guide, example[:1], num_samples=num_samples)
-        self.samples = {k: v for k, v in first.samples.items() if first.kinds.get(k) == "latent"}
+        # a site with one value in every draw (the point weights of a layer without dropout) is
+        # kept once, expanded: the model then computes what depends on it once for all draws
+        self.samples = {
+            k: v[:1].expand_as(v) if bool((v == v[:1]).all()) else v
+            for k, v in first.samples.items()
+            if first.kinds.get(k) == "latent"
+        }
         if not self.samples:
             raise ValueError(
                 "pool draws: the guide has no latent weights to keep (a converted network drawing its own "

@@ -1,7 +1,9 @@
 r"""The convolutional network of Keras's MNIST example (Chollet, 2015), as paper 003 §5.2 runs it.
 
 ``conv(32, 3x3) → ReLU → conv(32, 3x3) → ReLU → max-pool 2 → dropout → fc 100 → ReLU → dropout →
-fc 10``: dropout (``p = 0.5``) before each fully connected layer only, so the convolutions'
+fc 10``: dropout (``p = 0.5``) before each fully connected layer only (Gal, Islam & Ghahramani
+2017's active-learning network is the same with 4x4 kernels, 128 hidden units and rates 0.25 and
+0.5: ``KerasCNN(kernel=4, hidden=128, dropout=(0.25, 0.5))``), so the convolutions'
 weights are point estimates (rate 0) and their output is computed once for every draw of the
 masks; only the two fully connected layers run per draw. Weights are sample sites, batched over
 draws like :class:`~pyro_dropout.nn.MLP`'s.
@@ -33,7 +35,9 @@ class KerasCNN(PyroModule):
 
     :param filters: convolution filters of both layers (32).
     :param hidden: units of the fully connected hidden layer (paper 003: 100; Keras: 128).
-    :param dropout: the drop probability before each fully connected layer.
+    :param kernel: the side of both convolutions' kernels (3).
+    :param dropout: the drop probability before each fully connected layer, or a pair: the first's
+        and the second's.
     :param length_scale: the prior length-scale of every layer (paper 003: ``l² = 0.1``).
     :param num_data: the data set's size: a labelled minibatch is scaled to it (``None``: each
         batch is the whole data).
@@ -46,20 +50,27 @@ class KerasCNN(PyroModule):
         channels: int = 1,
         filters: int = 32,
         hidden: int = 100,
-        dropout: float = 0.5,
+        kernel: int = 3,
+        dropout: float | tuple[float, float] = 0.5,
         length_scale: float = math.sqrt(0.1),
         image_size: int = 28,
         num_data: int | None = None,
     ) -> None:
         super().__init__()
         self.num_data = check_num_data(num_data, "KerasCNN")
-        side = (image_size - 4) // 2
+        if isinstance(kernel, bool) or not isinstance(kernel, int) or kernel < 1:
+            raise ValueError(f"KerasCNN: kernel must be a positive int, got {kernel!r}")
+        side = (image_size - 2 * (kernel - 1)) // 2
         if side < 1:
-            raise ValueError(f"KerasCNN: images of side {image_size} are too small (at least 6)")
-        self.conv1 = Conv2d(channels, filters, 3, length_scale=length_scale, dropout=0.0)
-        self.conv2 = Conv2d(filters, filters, 3, length_scale=length_scale, dropout=0.0)
-        self.fc1 = Linear(filters * side * side, hidden, length_scale=length_scale, dropout=dropout)
-        self.fc2 = Linear(hidden, classes, length_scale=length_scale, dropout=dropout)
+            raise ValueError(
+                f"KerasCNN: images of side {image_size} are too small for {kernel}x{kernel} kernels "
+                f"(at least {2 * kernel})"
+            )
+        p1, p2 = dropout if isinstance(dropout, tuple | list) else (dropout, dropout)
+        self.conv1 = Conv2d(channels, filters, kernel, length_scale=length_scale, dropout=0.0)
+        self.conv2 = Conv2d(filters, filters, kernel, length_scale=length_scale, dropout=0.0)
+        self.fc1 = Linear(filters * side * side, hidden, length_scale=length_scale, dropout=p1)
+        self.fc2 = Linear(hidden, classes, length_scale=length_scale, dropout=p2)
 
     def logits(self, x: torch.Tensor) -> torch.Tensor:
         """``[..., N, classes]`` for images ``[N, C, H, W]`` (leading dims: draws)."""

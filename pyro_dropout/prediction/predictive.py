@@ -216,7 +216,11 @@ def _from_samples(
         return {name: value[0].to(device) if device else value[0] for name, value in samples.items()}
 
     wanted, out = wanted_sites(return_sites), Predictions()
-    runner, chunk = prepare(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device)
+    # a site whose samples are one value expanded over the draws (a point weight) is computed once
+    # for a chunk of draws: its chunks are sized by what a draw adds (the probe's draws not kept)
+    shared = any(v.dim() and v.shape[0] > 1 and v.stride(0) == 0 for v in samples.values())
+    runner, chunk = prepare(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device, shared)
+    offset[0] = 0
     _check_seen(guide, runner.prototype)
     parallel = parallel and batched_is_exact(runner)
     # no trace: each chunk takes its own slice of the samples (Python state a trace would freeze)

@@ -40,6 +40,8 @@ def test_a_pool_scored_in_one_call_in_chunks_and_by_a_loader_gives_the_same_draw
 
 def test_what_cannot_be_drawn_consistently_is_refused(classifier):
     model, guide = classifier
+    with pytest.raises(ValueError, match="the guide has not met the model yet: train it first"):
+        PoolDraws(model, DropoutGuide(model), torch.randn(4, 4))
     with pytest.raises(ValueError, match="num_samples must be an int >= 2"):
         pool_probs(model, guide, torch.randn(4, 4), num_samples=1)
     with pytest.raises(ValueError, match="batch_size must be a positive int"):
@@ -61,3 +63,27 @@ def test_a_converted_network_is_consistent_with_shared_masks_and_refused_with_it
     own.predict(x[:2], num_samples=2)
     with pytest.raises(ValueError, match=r"draws randomness of its own .* masks='shared'"):
         pool_probs(own.model, own.guide, x, num_samples=5)
+
+
+def test_point_weights_are_kept_once_so_the_layers_before_the_dropout_run_once_for_all_draws():
+    from pyro_dropout.nn import KerasCNN
+    from pyro_dropout.prediction import predict_from_samples
+
+    pyro.clear_param_store()
+    model = KerasCNN(filters=4, hidden=8, kernel=4, dropout=(0.25, 0.5))
+    guide = DropoutGuide(model)
+    x = torch.rand(6, 1, 28, 28, generator=torch.Generator().manual_seed(0))
+    guide(x[:2], torch.zeros(2, dtype=torch.long))
+    draws = PoolDraws(model, guide, x, num_samples=24, seed=1)
+    # the convolutions have no dropout: one value, expanded over the draws; the dense ones differ
+    assert draws.samples["conv2.weight"].stride(0) == 0 and draws.samples["fc1.weight"].stride(0) != 0
+    rows = []
+    hook = model.conv2.register_forward_hook(lambda m, i, o: rows.append(tuple(o.shape)))
+    probs = draws.probs(x)
+    hook.remove()
+    # the convolution ran on the 6 rows a few times (sizing the chunk, then one chunk), not per draw
+    # (and once on two draws: the check that the model's batched draws are exact)
+    assert len(rows) < 6 and rows[-1] == (6, 4, 22, 22), rows
+    copied = {k: v.contiguous() for k, v in draws.samples.items()}
+    again = predict_from_samples(model, copied, x, return_sites=("obs",)).probs["obs"]
+    assert torch.allclose(probs, again, atol=1e-5)  # the same draws, in the same order

@@ -62,3 +62,13 @@ def test_a_bbalpha_step_runs_the_convolutions_once_for_all_particles():
 def test_images_too_small_are_named():
     with pytest.raises(ValueError, match="KerasCNN: images of side 5"):
         KerasCNN(image_size=5)
+
+
+def test_the_active_learning_network_has_4x4_kernels_and_a_rate_per_dense_layer():
+    model = KerasCNN(kernel=4, hidden=128, dropout=(0.25, 0.5))
+    assert model.fc1.in_features == 32 * 11 * 11  # 28 → 25 → 22 → pooled 11
+    assert (model.fc1.dropout, model.fc2.dropout) == (0.25, 0.5)
+    with pytest.raises(ValueError, match="kernel must be a positive int"):
+        KerasCNN(kernel=0)
+    with pytest.raises(ValueError, match="too small for 8x8 kernels"):
+        KerasCNN(kernel=8, image_size=14)

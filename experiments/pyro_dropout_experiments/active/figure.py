@@ -1,0 +1,66 @@
+"""The figure (test error against labelled images, one line per acquisition function) and the
+table (images needed to reach 10% and 5% test error)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pyro_dropout.export import pyplot
+
+from ..core import save_figure
+
+__all__ = ["active_figure", "active_table"]
+
+
+def _curves(runs: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """The labelled counts and ``[runs, rounds]`` errors, cut to the shortest run."""
+    shortest = min(len(r["error"]) for r in runs.values())
+    labelled = np.array(next(iter(runs.values()))["labelled"][:shortest])
+    return labelled, np.array([r["error"][:shortest] for r in runs.values()])
+
+
+def active_figure(results: dict[str, Any], path: Path) -> None:
+    plt = pyplot()
+    s = results["settings"]
+    fig, ax = plt.subplots(figsize=(5.6, 3.8))
+    for acquisition, runs in sorted(results["runs"].items()):
+        labelled, errors = _curves(runs)
+        line = ax.plot(labelled, 100 * errors.mean(0), label=f"{acquisition} ({len(runs)} runs)", lw=1.4)
+        if len(runs) > 1:
+            low, high = 100 * errors.min(0), 100 * errors.max(0)
+            ax.fill_between(labelled, low, high, color=line[0].get_color(), alpha=0.15, lw=0)
+    for level in (10, 5):
+        ax.axhline(level, color="0.6", lw=0.6, ls=":")
+    ax.set(xlabel="labelled images", ylabel="test error (%)", ylim=(0, None))
+    pool = "Repeated MNIST" if s.get("copies", 1) > 1 else "MNIST"
+    ax.set_title(f"{pool}: MC-dropout acquisition, {s['k']} images a round", fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    save_figure(fig, path, dpi=110)
+    plt.close(fig)
+
+
+def _cell(values: list[float | None]) -> str:
+    reached = [v for v in values if v is not None]
+    if not reached:
+        return "not reached"
+    mean = f"{sum(reached) / len(reached):.0f}"
+    return mean if len(reached) == len(values) else f"{mean} ({len(reached)} of {len(values)} runs)"
+
+
+def active_table(results: dict[str, Any]) -> str:
+    """A Markdown table: per function, the images at which each run first reached 10% and 5% test
+    error (the mean over the runs that did), and the final error."""
+    lines = [
+        "| acquisition | runs | images to 10% error | images to 5% error | final error |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for acquisition, runs in sorted(results["runs"].items()):
+        r = list(runs.values())
+        final = sum(x["error"][-1] for x in r) / len(r)
+        cells = [_cell([x["to_0.1"] for x in r]), _cell([x["to_0.05"] for x in r])]
+        lines.append(f"| {acquisition} | {len(r)} | {cells[0]} | {cells[1]} | {100 * final:.2f}% |")
+    return "\n".join(lines)

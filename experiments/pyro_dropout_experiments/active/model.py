@@ -1,0 +1,71 @@
+"""The network of each round and the pool it acquires from.
+
+Each round trains Gal, Islam & Ghahramani (2017)'s CNN (:class:`~pyro_dropout.nn.KerasCNN` with
+4x4 kernels, 128 hidden units, rates 0.25 and 0.5) by SVI with :class:`~pyro_dropout.DropoutELBO`
+on the labelled images, its prior scaled to their number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, cast
+
+import numpy as np
+import pyro
+import torch
+from pyro.infer import SVI
+
+from pyro_dropout import DropoutELBO, DropoutGuide
+from pyro_dropout.datasets import load_images
+from pyro_dropout.nn import KerasCNN
+
+from .settings import ActiveSettings
+
+__all__ = ["fitter", "load_pool"]
+
+
+def fitter(s: ActiveSettings, seed: int) -> Callable[..., tuple[Any, Any]]:
+    """``fit(x, y, last=None) -> (model, guide)``: ``s.epochs`` passes of minibatches over the
+    labelled images (``last``: the previous round's pair, trained on with the new rows)."""
+    g = torch.Generator().manual_seed(seed)
+
+    def fit(x: torch.Tensor, y: torch.Tensor, last: tuple[Any, Any] | None = None) -> tuple[Any, Any]:
+        n = len(x)
+        if last is None:
+            pyro.clear_param_store()
+            model = KerasCNN(kernel=4, hidden=128, dropout=(0.25, 0.5))
+            guide = DropoutGuide(model)
+        else:
+            model, guide = last
+        svi = SVI(model, guide, cast(Any, pyro.optim).Adam({"lr": s.lr}), DropoutELBO())
+        pyro.set_rng_seed(int(torch.randint(2**31, (1,), generator=g)))
+        for _ in range(s.epochs):
+            order = torch.randperm(n, generator=g)
+            for i in range(0, n, s.batch_size):
+                rows = order[i : i + s.batch_size].to(x.device)
+                svi.step(x[rows], y[rows], num_data=n)
+        return model, guide
+
+    return fit
+
+
+def _tensor(a: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.ascontiguousarray(a)).to(torch.get_default_device())
+
+
+def load_pool(
+    s: ActiveSettings, data_dir: Any = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(x_pool, y_pool, x_test, y_test)``: the first ``pool_size`` MNIST training images (all by
+    default), each ``copies`` times (copies after the first with N(0, noise²) added, Kirsch et
+    al.'s Repeated MNIST), and the first ``test_size`` test images."""
+    train, test = load_images("mnist", "train", data_dir), load_images("mnist", "test", data_dir)
+    for name, size, have in (("pool-size", s.pool_size, len(train)), ("test-size", s.test_size, len(test))):
+        if size is not None and size > have:
+            raise ValueError(f"--{name} {size} is more than the {have} MNIST images there")
+    x, y = _tensor(train.x[: s.pool_size]), _tensor(train.y[: s.pool_size])
+    if s.copies > 1:
+        g = torch.Generator().manual_seed(s.seed)
+        noisy = [x + s.noise * torch.randn(x.shape, generator=g).to(x.device) for _ in range(s.copies - 1)]
+        x, y = torch.cat([x, *noisy]), y.repeat(s.copies)
+    return x, y, _tensor(test.x[: s.test_size]), _tensor(test.y[: s.test_size])

@@ -1,0 +1,90 @@
+"""``pyro-dropout active-learning``: each (acquisition function, seed) run acquires from 20
+balanced labels to ``max_labels``, the test error recorded after every round. Writes
+``results.json`` after every run (a rerun resumes) and ``active_learning.png``."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pyro
+from tqdm.auto import tqdm
+
+from pyro_dropout.active import ActiveLearner, balanced_start
+
+from ..core import missing_runs, resume_runs, store_run
+from .figure import active_figure
+from .model import fitter, load_pool
+from .settings import ActiveSettings
+
+__all__ = ["images_to_reach", "run_active"]
+
+# runs with these settings differing still belong together (which runs, not how each is run)
+_WHICH = ("acquisitions", "repeats")
+
+
+def images_to_reach(labelled: list[float], errors: list[float], error: float) -> float | None:
+    """The labelled images at the first round whose test error is at most ``error`` (None: never)."""
+    return next((n for n, e in zip(labelled, errors, strict=True) if e <= error), None)
+
+
+def _one_run(acquisition: str, seed: int, data: tuple, s: ActiveSettings, bar: Any) -> dict[str, Any]:
+    x_pool, y_pool, x_test, y_test = data
+    pyro.set_rng_seed(seed)
+    start = balanced_start(y_pool.cpu(), s.initial, seed).to(y_pool.device)
+    learner = ActiveLearner(
+        fitter(s, seed),
+        x_pool,
+        y_pool,
+        x_test,
+        y_test,
+        acquisition,
+        k=s.k,
+        num_samples=s.num_samples,
+        initial=start,
+        subset=s.subset or None,
+        warm=s.warm,
+        seed=seed,
+    )
+    rounds = 0
+    while True:  # the last round trains and tests; it acquires nothing more
+        if len(learner.labelled) + s.k > s.max_labels:
+            learner.history.append({"labelled": float(len(learner.labelled)), "error": learner.train()})
+            break
+        learner.round()
+        rounds += 1
+        bar.update()
+    acquired = learner.labelled[len(start) :]
+    return {
+        "labelled": [h["labelled"] for h in learner.history],
+        "error": [h["error"] for h in learner.history],
+        # Repeated MNIST: how many acquired images are a copy of one acquired before
+        "repeats_acquired": len(acquired) - len(set((acquired % (len(x_pool) // s.copies)).tolist())),
+    }
+
+
+def run_active(
+    s: ActiveSettings, out: str | Path, data_dir: Any = None, progress: bool = True
+) -> dict[str, Any]:
+    """Every (acquisition, repeat), resumed run by run from ``out/results.json``."""
+    if s.max_labels < s.initial * 10:
+        raise ValueError(f"--max-labels {s.max_labels} is fewer than the {s.initial * 10} initial labels")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = resume_runs(out, asdict(s), _WHICH)
+    todo = missing_runs(results, s.acquisitions, s.repeats, s.seed)
+    data = load_pool(s, data_dir)
+    per_run = (s.max_labels - 10 * s.initial) // s.k
+    bar = tqdm(total=len(todo) * per_run, disable=not progress, desc="acquisition rounds")
+    for acquisition, seed in todo:
+        began = time.perf_counter()
+        record = _one_run(acquisition, seed, data, s, bar)
+        record["seconds"] = round(time.perf_counter() - began, 1)
+        for target in (0.10, 0.05):
+            record[f"to_{target:g}"] = images_to_reach(record["labelled"], record["error"], target)
+        store_run(out, results, acquisition, seed, record)
+    bar.close()
+    active_figure(results, out / "active_learning.png")
+    return results

@@ -1,0 +1,67 @@
+"""``pyro-dropout active-learning`` on tiny settings: the runs, the table, resuming, Repeated MNIST."""
+
+import json
+
+import pytest
+
+from pyro_dropout_experiments.active.figure import active_table
+from pyro_dropout_experiments.active.run import images_to_reach
+from pyro_dropout_experiments.cli import main
+
+from ..image_data import write_tiny_images
+
+TINY = [
+    "--pool-size", "200", "--test-size", "60", "--max-labels", "30", "--k", "5", "--epochs", "2",
+    "--subset", "60", "--num-samples", "4", "--batch-size", "32", "--repeats", "1", "--quiet",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    return write_tiny_images(tmp_path_factory.mktemp("images"), train=200, test=60)
+
+
+def test_each_function_runs_from_the_balanced_start_and_a_rerun_resumes(images, tmp_path, capsys):
+    args = ["active-learning", "--data-dir", str(images), "--out", str(tmp_path), *TINY]
+    assert main([*args, "--acquisitions", "bald,random"]) == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert set(results["runs"]) == {"bald", "random"}
+    run = results["runs"]["bald"]["0"]
+    assert run["labelled"] == [20, 25, 30]  # two of each digit, then k = 5 a round to max_labels
+    assert all(0 <= e <= 1 for e in run["error"]) and len(run["error"]) == 3
+    assert (tmp_path / "active_learning.png").stat().st_size > 0
+    assert "| bald | 1 |" in capsys.readouterr().out
+    kept = (tmp_path / "results.json").read_text()
+    assert main([*args, "--acquisitions", "bald,random,max_entropy"]) == 0  # adds the new one only
+    again = json.loads((tmp_path / "results.json").read_text())
+    assert set(again["runs"]) == {"bald", "random", "max_entropy"}
+    assert again["runs"]["bald"] == json.loads(kept)["runs"]["bald"]
+    assert main([*args, "--acquisitions", "bald", "--epochs", "3"]) != 0  # other settings: refused
+    assert "holds results made with other settings (epochs=2 there, 3 here)" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_repeated_mnist_counts_the_copies_each_function_acquired(images, tmp_path):
+    args = ["active-learning", "--data-dir", str(images), "--out", str(tmp_path), *TINY]
+    assert main([*args, "--copies", "3", "--acquisitions", "batch_bald", "--subset", "0"]) == 0
+    run = json.loads((tmp_path / "results.json").read_text())["runs"]["batch_bald"]["0"]
+    assert 0 <= run["repeats_acquired"] <= 10
+
+
+def test_bad_settings_are_one_clear_line(images, tmp_path, capsys):
+    base = ["active-learning", "--data-dir", str(images), "--out", str(tmp_path / "x"), *TINY]
+    with pytest.raises(SystemExit):
+        main([*base, "--acquisitions", "bold"])
+    assert "unknown acquisitions ['bold']; choose from bald" in capsys.readouterr().err
+    assert main([*base, "--pool-size", "5000"]) != 0
+    assert "--pool-size 5000 is more than the 200 MNIST images" in capsys.readouterr().err
+    assert main([*base, "--max-labels", "10"]) != 0
+    assert "fewer than the 20 initial labels" in capsys.readouterr().err
+
+
+def test_the_table_gives_the_images_to_each_error_and_says_when_runs_never_got_there():
+    assert images_to_reach([20, 30, 40], [0.3, 0.09, 0.04], 0.10) == 30
+    assert images_to_reach([20, 30], [0.3, 0.2], 0.05) is None
+    run = {"error": [0.3, 0.04], "to_0.1": 30, "to_0.05": None}
+    table = active_table({"runs": {"bald": {"0": run, "1": {**run, "to_0.05": 30}}}})
+    assert "| bald | 2 | 30 | 30 (1 of 2 runs) | 4.00% |" in table
