@@ -39,6 +39,28 @@ class _Largest(TorchFunctionMode):
         return result
 
 
+def caller_stacklevel() -> int:
+    """The ``stacklevel`` for ``warnings.warn`` that names the first frame outside this library,
+    Pyro and PyTorch: a warning raised deep inside Pyro's machinery (a guide set up lazily at
+    its first call) then points at the user's line that started it."""
+    import sys
+
+    inside = tuple(str(Path(m.__file__).resolve().parent) for m in _packages())
+    frame: Any = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_code.co_filename.startswith(inside):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _packages() -> list[Any]:
+    import pyro
+
+    import pyro_dropout
+
+    return [pyro_dropout, pyro, torch]
+
+
 def largest_tensor_bytes(fn: Callable[[], Any]) -> tuple[Any, int]:
     """``fn()``, and the bytes of the largest tensor made on the way: one pass's widest layer."""
     with _Largest() as mode:

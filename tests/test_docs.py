@@ -200,3 +200,17 @@ def test_the_conformance_table_is_the_stored_run():
     assert tool.table(stored["cases"]) in (docs / "own-model.md").read_text()
     assert set(stored["cases"]) == set(cases())
     assert all(row.get("passed") for row in stored["cases"].values())
+
+
+def test_the_pages_cite_the_papers_one_way():
+    """The user docs cite the project's papers by their key ("paper 000"), not as "[000]" or by a
+    page's own "[1]" numbering (docstrings keep their own numbered References lists)."""
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    pages = [*docs.glob("*.md"), *(docs / "tutorials").glob("*.md")]
+    import re
+
+    other = {
+        p.name: m for p in pages if (m := re.findall(r"\[00\d\]|(?<![\w\]])\[[1-9]\](?!\()", p.read_text()))
+    }
+    other.pop("references.md", None)  # it explains the docstrings' numbered lists
+    assert not other, other

@@ -112,3 +112,42 @@ def test_ddp_on_two_processes_trains_as_one_process_on_the_same_global_batches(t
     assert one.keys() == two.keys()
     for name in one:
         assert torch.allclose(one[name], two[name], atol=1e-6), name
+
+
+def test_a_pool_scored_by_the_trainer_in_shards_has_the_draws_of_one_pass(tmp_path):
+    from pyro_dropout.active import pool_probs
+    from pyro_dropout.lightning import PoolScoringModule
+    from pyro_dropout.metrics import bald
+
+    pyro.clear_param_store()
+    model = MLP(3, 4, hidden=(16,), likelihood="categorical")
+    guide = DropoutGuide(model, dropout=0.3)
+    pool = torch.randn(50, 3, generator=torch.Generator().manual_seed(2))
+    guide(pool[:2], torch.zeros(2, dtype=torch.long))
+    module = PoolScoringModule(model, guide, pool[:4], num_samples=8, seed=5, keep_probs=True)
+    parts = _trainer(tmp_path).predict(module, DataLoader(TensorDataset(pool), batch_size=16))
+    probs = torch.cat([p["probs"] for p in parts], dim=1)
+    whole = pool_probs(model, guide, pool, num_samples=8, seed=5)
+    assert torch.allclose(probs, whole, atol=1e-6)  # the same draws as one pass over the pool
+    assert torch.allclose(torch.cat([p["scores"] for p in parts]), bald(whole), atol=1e-6)
+    with pytest.raises(ValueError, match="unknown function 'bold'"):
+        PoolScoringModule(model, guide, pool[:4], acquisition="bold")
+
+
+@pytest.mark.slow
+def test_a_pool_scored_on_two_processes_has_the_draws_of_one_process(tmp_path):
+    """Two gloo processes each score their shard of a 40-row pool; put back in row order, the
+    class probabilities are those of one process scoring the whole pool: the same 8 draws."""
+    script = Path(__file__).resolve().parent / "lightning_pool_ddp.py"
+    for devices in (1, 2):
+        done = subprocess.run(
+            [sys.executable, str(script), str(devices), str(tmp_path / f"pool{devices}")],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+    one = torch.load(tmp_path / "pool1.rank0", weights_only=True)
+    shards = [torch.load(tmp_path / f"pool2.rank{r}", weights_only=True) for r in (0, 1)]
+    rows = torch.cat([s["rows"] for s in shards])
+    probs = torch.cat([s["probs"] for s in shards], dim=1)[:, rows.argsort()]
+    assert sorted(rows.tolist()) == list(range(40)) and len({*shards[0]["rows"].tolist()}) == 20
+    assert torch.allclose(probs, one["probs"][:, one["rows"].argsort()], atol=1e-6)

@@ -65,3 +65,23 @@ def test_the_analysis_block_scores_and_exports(tmp_path, monkeypatch):
 def test_the_front_door_block_scores_a_trained_network(tmp_path, monkeypatch):
     namespace = _run("MCDropout(net.eval()", tmp_path, monkeypatch)
     assert namespace["bnn"].evaluate(namespace["x"], namespace["y"]).accuracy > 0.95
+
+
+def test_the_cli_lines_run_as_written_after_the_set_up_command():
+    """Every ``pyro-dropout`` line of the README's shell blocks calls the command where ``make``
+    installs it (``.venv/bin``, a fresh shell needs no activation) with flags the command takes."""
+    import shlex
+
+    from pyro_dropout_experiments.cli import build_parser
+
+    lines, inside = [], False
+    for line in README.read_text().splitlines():
+        if line.startswith("```"):
+            inside = line.startswith("```bash")
+        elif inside and "pyro-dropout" in line.split("#")[0]:
+            lines.append(line.split("#")[0].strip())
+    assert len(lines) >= 10
+    for line in lines:
+        words = shlex.split(line)
+        assert words[0] == ".venv/bin/pyro-dropout", line
+        build_parser(words[1]).parse_args(words[1:])  # an unknown flag or value exits here

@@ -179,3 +179,12 @@ def test_every_command_probe_ends_in_a_clear_line_and_loses_nothing(capsys):
     assert counts["handled"] + counts["clear error"] >= 30, out
     for defect in DEFECTS:
         assert counts[defect] == 0, out
+
+
+def test_the_performance_figure_is_drawn_from_the_stored_runs(tmp_path):
+    tool = load_script("tools", "performance_figure")
+    out = tool.main([str(tmp_path / "performance.png")])
+    assert out.stat().st_size > 20_000
+    # every path it plots has a ratio in every stored run of the benchmark of record
+    runs = tool.speed_record_tool().load(tool.RECORD)
+    assert all(tool.speed_record_tool().ratios(runs, kind, list(tool.CASES)) for kind in tool.TRAINING)

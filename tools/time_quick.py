@@ -44,6 +44,7 @@ COMMANDS: dict[str, list[str]] = {
     "bandit": ["bandit"],
     "rl": ["rl"],
     "dynamics": ["dynamics"],
+    "active-learning": ["active-learning"],
 }
 BUDGET_MINUTES = 10.0  # core.QUICK_BUDGET: "under 10 minutes on 2 CPU cores"
 

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from ..distributions import check_mask_dim, validate_dropout_rate
+from ..ops import caller_stacklevel
 
 __all__ = [
     "DEFAULT_RATE",
@@ -157,7 +158,7 @@ def warn_about_masks(trace: Any, roles: Mapping[str, Any], concrete: bool, defau
             "DropoutGuide: the default rates mask no site (every weight's declared rate is 0, as in a "
             "converted network without dropout, or it has a single input unit), so every draw is the "
             "same function: give dropout= or declare rates on the weights",
-            stacklevel=3,
+            stacklevel=caller_stacklevel(),
         )
 
 

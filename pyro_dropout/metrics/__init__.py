@@ -26,6 +26,7 @@ from .classification import (
 )
 from .conformal import conformal_interval, conformal_quantile, conformal_set
 from .evaluate import evaluate
+from .in_between import InBetween, gap_points, in_between
 from .merge import merge_reports
 from .ranking import aupr, auroc, average_ranks
 from .regression import (
@@ -52,6 +53,7 @@ __all__ = [
     "CategoricalScores",
     "ClassificationReport",
     "GaussianMixtureScores",
+    "InBetween",
     "LogMeanExp",
     "RegressionReport",
     "ReliabilityDiagram",
@@ -78,7 +80,9 @@ __all__ = [
     "evaluate",
     "expected_calibration_error",
     "fit_temperature",
+    "gap_points",
     "gaussian_log_likelihood",
+    "in_between",
     "joint_entropy",
     "max_entropy",
     "mean_std",

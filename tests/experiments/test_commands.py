@@ -30,6 +30,7 @@ TRAINING = {
     "bandit": ["bandit"],
     "rl": ["rl"],
     "dynamics": ["dynamics"],
+    "active-learning": ["active-learning"],
 }
 OTHERS = {"uci-table": ["uci-table"], "uci-status": ["uci-status"], "download-uci": ["download-uci"]}
 
@@ -154,6 +155,12 @@ def test_a_results_file_that_is_a_link_is_refused_and_its_target_kept(name, tmp_
     assert main([*TRAINING[name], "--quick", "--quiet", "--out", str(tmp_path / "out")]) == 2
     assert "is a symbolic link" in capsys.readouterr().err
     assert outside.read_text() == "precious"
+
+
+def test_the_uci_help_says_where_quick_runs_go_and_where_the_data_are_looked_for():
+    text = " ".join(_parser_of(["uci"]).format_help().split())
+    assert "(default results/uci; results/uci-quick with --quick)" in text
+    assert "$PYRO_DROPOUT_DATA, else ../shared/data beside a source checkout, else ./data" in text
 
 
 def test_quick_runs_write_beside_the_full_runs_unless_out_is_given():

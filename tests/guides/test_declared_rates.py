@@ -2,6 +2,7 @@
 input; weights the guide would silently leave unmasked are named in a warning."""
 
 import warnings
+from pathlib import Path
 
 import pyro
 import pyro.distributions as dist
@@ -53,9 +54,11 @@ def test_a_raw_site_declares_its_rate_in_infer():
 def test_the_default_never_masks_a_networks_only_input():
     """A weight with one input unit masked with p drops the whole input in a fraction p of the
     draws: those draws are constant functions (DESIGN trap 11). The default gives it 0."""
-    with pytest.warns(UserWarning, match="the default rates mask no site"):
+    with pytest.warns(UserWarning, match="the default rates mask no site") as caught:
         rates = _rates(DropoutGuide(_OneInput()), inputs=1)
     assert rates == {"fc.weight": 0.0}
+    # the warning names the user's line that set the guide up, not a line inside the library or Pyro
+    assert [Path(w.filename).name for w in caught] == [Path(__file__).name]
     assert _rates(DropoutGuide(_Net(inputs=1)), inputs=1) == {"fc1.weight": 0.0, "fc2.weight": 0.1}
     assert _rates(DropoutGuide(_Net(inputs=1), dropout=0.1), inputs=1)["fc1.weight"] == 0.1  # if asked
 

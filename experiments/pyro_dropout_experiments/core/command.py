@@ -205,7 +205,10 @@ def add_run_flags(
     parser.add_argument("--out", default=out, help=text)
     if data is not None:
         parser.add_argument(
-            "--data-dir", default=None, help=f"folder holding {data} (default $PYRO_DROPOUT_DATA)"
+            "--data-dir",
+            default=None,
+            help=f"folder holding {data} (default $PYRO_DROPOUT_DATA, else ../shared/data beside a "
+            "source checkout, else ./data)",
         )
     if quick is not None:
         parser.add_argument("--quick", action="store_true", help=f"a first try, {QUICK_BUDGET}: {quick}")

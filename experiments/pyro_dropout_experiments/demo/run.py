@@ -83,7 +83,7 @@ def run_demo(out: Path, s: DemoSettings | None = None) -> dict:
         report.total_variance.sqrt(),
         x_train=x,
         y_train=y,
-        title="MC dropout: the predictive widens away from the data",
+        title="MC dropout: wider far from the data, not in the gap between its two intervals",
     )
     save_figure(fig, out / "demo.png", dpi=120)
     return figures

@@ -82,9 +82,16 @@ def add_uci(sub: argparse._SubParsersAction, with_methods: bool = True) -> None:
         "--method", required=True, choices=method_names(), help="how the network is fitted (below)"
     )
     uci.add_argument("--splits", type=parse_splits, default=None, help="e.g. 0-19 (default: all)")
-    uci.add_argument("--data-dir", default=None, help="folder holding uci/ (default: $PYRO_DROPOUT_DATA)")
     uci.add_argument(
-        "--out", default="results/uci", help="one JSON file per split goes here (default results/uci)"
+        "--data-dir",
+        default=None,
+        help="folder holding uci/ (default: $PYRO_DROPOUT_DATA, else ../shared/data beside a source "
+        "checkout, else ./data)",
+    )
+    uci.add_argument(
+        "--out",
+        default="results/uci",
+        help="one JSON file per split goes here (default results/uci; results/uci-quick with --quick)",
     )
     uci.add_argument(
         "--quick",

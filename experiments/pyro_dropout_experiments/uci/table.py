@@ -9,6 +9,7 @@ from ..core.store import ResultStore
 from .headline import best_within_one_se, split_methods
 from .labels import label_of, parse_label
 from .published import PUBLISHED, PUBLISHED_TWO_LAYERS, REFERENCE, SOURCES
+from .settings import Settings
 from .summary import (
     cell,
     decimals_for,
@@ -55,12 +56,33 @@ def _refuse_copies(rows: list[dict[str, Any]], files: list[Path]) -> None:
         seen[key] = path
 
 
-def markdown_table(rows: list[dict[str, Any]]) -> str:
+def shorter_than_the_protocol(rows: list[dict[str, Any]]) -> bool:
+    """Whether any run trained for fewer epochs or scored fewer test draws than the protocol (a
+    ``--quick`` run): its figures are not comparable with the published ones."""
+    full = Settings()
+    return any(
+        r.get("settings", {}).get("epochs_multiplier", full.epochs_multiplier) < full.epochs_multiplier
+        or r.get("settings", {}).get("num_samples", full.num_samples) < full.num_samples
+        for r in rows
+    )
+
+
+QUICK_NOTE = (
+    "**Shorter runs than the protocol's** (`--quick`, or fewer epochs or test draws): these figures "
+    "are a first try, not comparable with the published columns; no cell is marked best and none is "
+    "checked against the 2018 re-run."
+)
+
+
+def markdown_table(rows: list[dict[str, Any]], full: bool = True) -> str:
     """Markdown tables of test RMSE and test log-likelihood (mean ± standard error over splits).
 
     Runs of the protocol's one-hidden-layer network fill the main tables; runs with more
     hidden layers (labels ``...-L-layers``) get their own table, next to paper 001's
-    two-layer figures."""
+    two-layer figures. ``full=False``: without the standard-dropout, wall-time and run-group
+    tables (what the docs page leaves to ``pyro-dropout uci-table``). Runs shorter than the
+    protocol's are said to be so, and nothing is marked best or checked against the papers."""
+    quick = shorter_than_the_protocol(rows)
     summary = summarise(rows)
     datasets = sorted({d for d, _ in summary})
     every = methods_in(summary)
@@ -70,6 +92,7 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         (d, metric): decimals_for(summary, d, metric) for d in datasets for metric in ("rmse", "test_ll")
     }
     lines = [
+        *([QUICK_NOTE, ""] if quick else []),
         "Published columns: " + "; ".join(f"*{k}*: {v}" for k, v in SOURCES.items()) + ".",
         "",
         "A cell that averages fewer splits than the data set's fullest column says how many, "
@@ -90,15 +113,18 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         ("test_ll", "Test log-likelihood (higher is better)"),
     ):
         if headline:
-            lines += _metric_table(summary, datasets, headline, every, metric, title, decimals, headline=True)
+            lines += _metric_table(
+                summary, datasets, headline, every, metric, title, decimals, headline=True, bold=not quick
+            )
     for metric, title in (("rmse", "Variants: test RMSE"), ("test_ll", "Variants: test log-likelihood")):
         if variants:
             lines += _metric_table(
                 summary, datasets, variants, every, metric, title, decimals, headline=False
             )
-    lines += _standard_dropout_table(summary, datasets, methods, decimals)
-    lines += _timing_table(summary, datasets, methods)
-    lines += _groups_table(summary, datasets, every)
+    if full:
+        lines += _standard_dropout_table(summary, datasets, methods, decimals, compare=not quick)
+        lines += _timing_table(summary, datasets, methods)
+        lines += _groups_table(summary, datasets, every)
     if deeper:
         lines += ["", *_deeper_table(summary, datasets, deeper, decimals)]
     return "\n".join(lines) + "\n"
@@ -113,8 +139,10 @@ def _metric_table(
     title: str,
     decimals: dict[tuple[str, str], int],
     headline: bool = True,
+    bold: bool = True,
 ) -> list[str]:
-    """One metric's table; the headline one has the published columns and the bold best cells."""
+    """One metric's table; the headline one has the published columns and (``bold``) the best
+    cells in bold."""
     index = 0 if metric == "rmse" else 2
     head = ["data set", *methods, *(PUBLISHED if headline else [])]
     lines = [f"### {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -122,7 +150,7 @@ def _metric_table(
         if not any((d, m) in summary for m in methods):
             continue
         full = max(summary[(d, m)]["splits"] for m in every if (d, m) in summary)
-        best = best_within_one_se(summary, d, methods, metric, full) if headline else set()
+        best = best_within_one_se(summary, d, methods, metric, full) if headline and bold else set()
         cells = [split_cell(summary.get((d, m)), metric, decimals[(d, metric)], full) for m in methods]
         cells = [f"**{c}**" if m in best else c for m, c in zip(methods, cells, strict=True)]
         pub = [
@@ -138,6 +166,7 @@ def _standard_dropout_table(
     datasets: list[str],
     methods: list[str],
     decimals: dict[tuple[str, str], int],
+    compare: bool = True,
 ) -> list[str]:
     lines = [
         "### Standard dropout (weight averaging) RMSE and MC dropout against the 2018 re-run",
@@ -153,7 +182,8 @@ def _standard_dropout_table(
             if kind.method != "mc-dropout" or (d, m) not in summary:
                 continue
             s = summary[(d, m)]
-            matched = verdict(s, PUBLISHED[REFERENCE][d]) if d in PUBLISHED[REFERENCE] else "—"
+            known = compare and d in PUBLISHED[REFERENCE]
+            matched = verdict(s, PUBLISHED[REFERENCE][d]) if known else "—"
             notes = [] if kind.per_example_masks else ["mask per draw"]
             notes += [] if kind.retrain else ["grid network scored"]
             notes += ["own tau grid"] if kind.own_tau_grid else []

@@ -272,3 +272,22 @@ def test_the_headline_tables_bold_the_best_within_one_se_and_the_variants_follow
     )
     assert ll.split(" | ")[2] == "**-2.890 ± 0.006**"
     assert "mc-dropout-per-draw" not in head and "| concrete | 4.00 ± 0.00 |" in variants
+
+
+def test_a_quick_run_is_said_to_be_one_and_nothing_is_marked_best_or_checked():
+    def row(method, split, rmse, settings):
+        return {
+            "dataset": "bostonHousing", "method": method, "split": split, "rmse": rmse,
+            "rmse_standard": rmse, "test_ll": -2.4, "protocol_seconds": 60.0,
+            "settings": {"per_example_masks": True, **settings},
+        }  # fmt: skip
+
+    full = {"epochs_multiplier": 100, "num_samples": 10_000}
+    quick = {"epochs_multiplier": 10, "num_samples": 1000}
+    rows = [row(m, s, 2.8 + s / 10, full) for m in ("mc-dropout", "sgp") for s in range(3)]
+    table = markdown_table(rows)
+    assert "Shorter runs than the protocol's" not in table and "**" in table and "RMSE ✓" in table
+    table = markdown_table([row(m, s, 2.8 + s / 10, quick) for m in ("mc-dropout", "sgp") for s in range(3)])
+    assert table.startswith("**Shorter runs than the protocol's** (`--quick`")
+    assert "±" in table and "**2" not in table and "✓" not in table and "✗" not in table
+    assert "Splits run and wall time" not in markdown_table(rows, full=False)
