@@ -1,4 +1,4 @@
-"""The API page names every public name of every subpackage."""
+"""The API pages name every public name of every subpackage; the docs pages quote their stored runs."""
 
 import importlib
 import json
@@ -9,7 +9,8 @@ import pytest
 
 from tests.scripts import load_script
 
-API = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text()
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+API = (DOCS / "api.md").read_text() + (DOCS / "api-analysis.md").read_text()  # the summary's two parts
 
 
 @pytest.mark.parametrize(
@@ -214,3 +215,13 @@ def test_the_pages_cite_the_papers_one_way():
     }
     other.pop("references.md", None)  # it explains the docstrings' numbered lists
     assert not other, other
+
+
+def test_the_pages_are_short_enough_to_read_and_the_results_pages_open_with_a_figure():
+    pages = [*DOCS.glob("*.md"), *(DOCS / "tutorials").glob("*.md")]
+    words = {p.name: len(p.read_text().split()) for p in pages}
+    assert not {k: v for k, v in words.items() if v > 4000}, "pages over 4,000 words"
+    assert words["performance.md"] <= 2500 and words["uci.md"] <= 3000
+    for name in ("performance.md", "uci.md", "mnist.md", "limits.md", "active-learning.md"):
+        body = [line for line in (DOCS / name).read_text().splitlines()[1:] if line.strip()]
+        assert any(line.startswith("![") for line in body[:3]), f"{name} does not open with its figure"
