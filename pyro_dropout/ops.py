@@ -45,20 +45,15 @@ def caller_stacklevel() -> int:
     its first call) then points at the user's line that started it."""
     import sys
 
-    inside = tuple(str(Path(m.__file__).resolve().parent) for m in _packages())
+    import pyro
+
+    here = Path(__file__).resolve().parent  # this library's folder
+    inside = (str(here), *(str(Path(str(m.__file__)).resolve().parent) for m in (pyro, torch)))
     frame: Any = sys._getframe(1)
     level = 1
     while frame is not None and frame.f_code.co_filename.startswith(inside):
         frame, level = frame.f_back, level + 1
     return level
-
-
-def _packages() -> list[Any]:
-    import pyro
-
-    import pyro_dropout
-
-    return [pyro_dropout, pyro, torch]
 
 
 def largest_tensor_bytes(fn: Callable[[], Any]) -> tuple[Any, int]:

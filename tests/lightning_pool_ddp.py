@@ -11,7 +11,7 @@ import torch
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 from pyro_dropout import DropoutGuide
-from pyro_dropout.lightning import PoolScoringModule
+from pyro_dropout.active.lightning import PoolScoringModule
 from pyro_dropout.nn import MLP
 
 ROWS = 40

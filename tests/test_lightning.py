@@ -116,7 +116,7 @@ def test_ddp_on_two_processes_trains_as_one_process_on_the_same_global_batches(t
 
 def test_a_pool_scored_by_the_trainer_in_shards_has_the_draws_of_one_pass(tmp_path):
     from pyro_dropout.active import pool_probs
-    from pyro_dropout.lightning import PoolScoringModule
+    from pyro_dropout.active.lightning import PoolScoringModule
     from pyro_dropout.metrics import bald
 
     pyro.clear_param_store()

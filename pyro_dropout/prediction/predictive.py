@@ -174,6 +174,17 @@ def predict_from_samples(
     return _from_samples(model, samples, args, kwargs, chunk_size, return_sites, parallel)
 
 
+def _draws_of(samples: dict[str, torch.Tensor]) -> int:
+    """The number of draws every sample holds (its leading dim), checked to be one."""
+    if not samples:
+        raise ValueError("predict_from_samples: no samples given")
+    num_samples = int(next(iter(samples.values())).shape[0])
+    bad = {k: tuple(v.shape) for k, v in samples.items() if v.shape[0] != num_samples}
+    if bad:
+        raise ValueError(f"predict_from_samples: all samples need {num_samples} draws; got {bad}")
+    return num_samples
+
+
 def _from_samples(
     model: Callable,
     samples: dict[str, torch.Tensor],
@@ -185,12 +196,7 @@ def _from_samples(
     guide: Any = None,
 ) -> Predictions:
     """:func:`predict_from_samples`; ``guide``: the samples are its (its unseen sites refused)."""
-    if not samples:
-        raise ValueError("predict_from_samples: no samples given")
-    num_samples = int(next(iter(samples.values())).shape[0])
-    bad = {k: tuple(v.shape) for k, v in samples.items() if v.shape[0] != num_samples}
-    if bad:
-        raise ValueError(f"predict_from_samples: all samples need {num_samples} draws; got {bad}")
+    num_samples = _draws_of(samples)
     device = device_of(model)
     offset = [0]
 

@@ -104,6 +104,7 @@ def test_every_example_has_a_test():
         "readme_model",
         "kfold_elpd",
         "hmc_vs_dropout",
+        "limits",
     }
     assert {p.stem for p in EXAMPLES.glob("*.py")} <= tested, "add a test for each new example"
 

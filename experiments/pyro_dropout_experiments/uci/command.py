@@ -69,6 +69,13 @@ def _uci(args: argparse.Namespace) -> int:
     return 0
 
 
+_DATA_HELP = (
+    "folder holding uci/ (default: $PYRO_DROPOUT_DATA, else ../shared/data beside a source checkout, "
+    "else ./data)"
+)
+_OUT_HELP = "one JSON file per split goes here (default results/uci; results/uci-quick with --quick)"
+
+
 def add_uci(sub: argparse._SubParsersAction, with_methods: bool = True) -> None:
     """The ``uci`` command; ``with_methods``: add each method's own flags (imports the methods)."""
     summaries = "; ".join(f"{e.name}: {e.summary}" for e in BUILT_IN)
@@ -82,17 +89,8 @@ def add_uci(sub: argparse._SubParsersAction, with_methods: bool = True) -> None:
         "--method", required=True, choices=method_names(), help="how the network is fitted (below)"
     )
     uci.add_argument("--splits", type=parse_splits, default=None, help="e.g. 0-19 (default: all)")
-    uci.add_argument(
-        "--data-dir",
-        default=None,
-        help="folder holding uci/ (default: $PYRO_DROPOUT_DATA, else ../shared/data beside a source "
-        "checkout, else ./data)",
-    )
-    uci.add_argument(
-        "--out",
-        default="results/uci",
-        help="one JSON file per split goes here (default results/uci; results/uci-quick with --quick)",
-    )
+    uci.add_argument("--data-dir", default=None, help=_DATA_HELP)
+    uci.add_argument("--out", default="results/uci", help=_OUT_HELP)
     uci.add_argument(
         "--quick",
         action="store_true",

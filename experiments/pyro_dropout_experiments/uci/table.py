@@ -74,6 +74,22 @@ QUICK_NOTE = (
 )
 
 
+# what the tables' cells mean, above them
+_PREAMBLE = [
+    "Published columns: " + "; ".join(f"*{k}*: {v}" for k, v in SOURCES.items()) + ".",
+    "",
+    "A cell that averages fewer splits than the data set's fullest column says how many, "
+    "e.g. (3/20): it is not yet comparable with the others. Each data set gives its means to "
+    "the precision of the smallest standard error among its runs (two to five decimals); the "
+    "published columns keep the papers' two.",
+    "",
+    "The headline tables hold each method as the protocol runs it; a bold cell is the best of "
+    "its row within its own standard error (among the runs of every split). The variants "
+    "(one mask per draw, the grid network scored, other settings) follow in their own tables.",
+    "",
+]
+
+
 def markdown_table(rows: list[dict[str, Any]], full: bool = True) -> str:
     """Markdown tables of test RMSE and test log-likelihood (mean ± standard error over splits).
 
@@ -91,23 +107,8 @@ def markdown_table(rows: list[dict[str, Any]], full: bool = True) -> str:
     decimals = {
         (d, metric): decimals_for(summary, d, metric) for d in datasets for metric in ("rmse", "test_ll")
     }
-    lines = [
-        *([QUICK_NOTE, ""] if quick else []),
-        "Published columns: " + "; ".join(f"*{k}*: {v}" for k, v in SOURCES.items()) + ".",
-        "",
-        "A cell that averages fewer splits than the data set's fullest column says how many, "
-        "e.g. (3/20): it is not yet comparable with the others. Each data set gives its means to "
-        "the precision of the smallest standard error among its runs (two to five decimals); the "
-        "published columns keep the papers' two.",
-        "",
-    ]
+    lines = [*([QUICK_NOTE, ""] if quick else []), *_PREAMBLE]
     headline, variants = split_methods(methods)
-    lines += [
-        "The headline tables hold each method as the protocol runs it; a bold cell is the best of "
-        "its row within its own standard error (among the runs of every split). The variants "
-        "(one mask per draw, the grid network scored, other settings) follow in their own tables.",
-        "",
-    ]
     for metric, title in (
         ("rmse", "Test RMSE (lower is better)"),
         ("test_ll", "Test log-likelihood (higher is better)"),
