@@ -43,12 +43,16 @@ def caller_stacklevel() -> int:
     """The ``stacklevel`` for ``warnings.warn`` that names the first frame outside this library,
     Pyro and PyTorch: a warning raised deep inside Pyro's machinery (a guide set up lazily at
     its first call) then points at the user's line that started it."""
+    import os
     import sys
 
     import pyro
 
-    here = Path(__file__).resolve().parent  # this library's folder
-    inside = (str(here), *(str(Path(str(m.__file__)).resolve().parent) for m in (pyro, torch)))
+    folders = (
+        Path(__file__).resolve().parent,
+        *(Path(str(m.__file__)).resolve().parent for m in (pyro, torch)),
+    )
+    inside = tuple(str(f) + os.sep for f in folders)  # a folder's own files, not its namesakes
     frame: Any = sys._getframe(1)
     level = 1
     while frame is not None and frame.f_code.co_filename.startswith(inside):

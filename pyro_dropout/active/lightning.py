@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ..metrics import acquisition_scores
+from ..metrics import acquisition_scores, check_acquisition
 from .pool import PoolDraws
 
 try:
@@ -52,7 +52,7 @@ class PoolScoringModule(lightning.LightningModule):
         keep_probs: bool = False,
     ) -> None:
         super().__init__()
-        acquisition_scores(acquisition, torch.full((2, 1, 2), 0.5))  # an unknown name is named here
+        check_acquisition(acquisition)
         self.model, self.guide = model, guide
         self.draws = PoolDraws(model, guide, example, num_samples, seed)
         self.acquisition, self.keep_probs, self.seed = acquisition, keep_probs, seed

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from ..metrics import acquisition_scores, batch_bald
+from ..metrics import acquisition_scores, batch_bald, check_acquisition
 from .pool import PoolDraws
 
 __all__ = ["ActiveLearner", "balanced_start"]
@@ -68,7 +68,7 @@ class ActiveLearner:
         if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
             raise ValueError(f"ActiveLearner: k must be a positive int, got {self.k!r}")
         if self.acquisition != "batch_bald":
-            acquisition_scores(self.acquisition, torch.full((2, 1, 2), 0.5))  # a bad name is named here
+            check_acquisition(self.acquisition)
         start = balanced_start(self.y_pool, 2, self.seed) if self.initial is None else self.initial
         self.labelled = torch.as_tensor(start, dtype=torch.long)
         self.pair: tuple[Any, Any] | None = None

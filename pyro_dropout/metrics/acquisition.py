@@ -32,6 +32,7 @@ __all__ = [
     "ACQUISITIONS",
     "acquisition_scores",
     "bald",
+    "check_acquisition",
     "epistemic_variance",
     "max_entropy",
     "mean_std",
@@ -88,10 +89,15 @@ ACQUISITIONS: dict[str, Callable[[object], torch.Tensor]] = {
 }
 
 
-def acquisition_scores(name: str, probs: object, generator: torch.Generator | None = None) -> torch.Tensor:
-    """The scores ``[N]`` of acquisition function ``name`` (one of :data:`ACQUISITIONS`)."""
+def check_acquisition(name: str) -> None:
+    """A clear error where ``name`` is not one of :data:`ACQUISITIONS`."""
     if name not in ACQUISITIONS:
         raise ValueError(f"acquisition: unknown function {name!r}; choose from {', '.join(ACQUISITIONS)}")
+
+
+def acquisition_scores(name: str, probs: object, generator: torch.Generator | None = None) -> torch.Tensor:
+    """The scores ``[N]`` of acquisition function ``name`` (one of :data:`ACQUISITIONS`)."""
+    check_acquisition(name)
     if name == "random":
         return random_scores(probs, generator)
     return ACQUISITIONS[name](probs)

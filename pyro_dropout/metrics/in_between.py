@@ -46,8 +46,6 @@ class InBetween:
 
 def _inputs(x: object, what: str) -> torch.Tensor:
     t = check_finite(as_tensor(x, what), what)
-    if not t.is_floating_point():
-        t = t.double()
     t = t.unsqueeze(-1) if t.dim() == 1 else t
     if t.dim() != 2 or len(t) == 0:
         raise ValueError(f"{what}: expected inputs [N, D] (or [N]) with N >= 1, got shape {tuple(t.shape)}")
@@ -70,7 +68,18 @@ def _nearest(a: torch.Tensor, b: torch.Tensor, exclude_self: bool = False) -> to
     return torch.cat(out)
 
 
-def _distances(x_train: object, gap: float | None, near: float | None) -> tuple[torch.Tensor, float, float]:
+@dataclass(frozen=True)
+class _Standardised:
+    """The training inputs standardised (``z``), the standardiser, and the two distances."""
+
+    z: torch.Tensor
+    mean: torch.Tensor
+    scale: torch.Tensor
+    near: float
+    gap: float
+
+
+def _distances(x_train: object, gap: float | None, near: float | None) -> _Standardised:
     train = _inputs(x_train, "in_between: x_train")
     if len(train) < 2:
         raise ValueError("in_between: x_train needs at least 2 inputs to tell a gap from the data")
@@ -84,7 +93,7 @@ def _distances(x_train: object, gap: float | None, near: float | None) -> tuple[
             raise ValueError(f"in_between: {name} must be a positive finite distance, got {value!r}")
     if gap < near:
         raise ValueError(f"in_between: gap ({gap}) must be at least near ({near})")
-    return z, float(near), float(gap)
+    return _Standardised(z, mean, scale, float(near), float(gap))
 
 
 def in_between(
@@ -92,9 +101,9 @@ def in_between(
 ) -> InBetween:
     """The epistemic sd ``sd`` ``[M]`` at queries ``x`` ``[M, D]``, averaged on the data and in
     the gaps between the training inputs ``x_train`` ``[N, D]`` (see the module's docs)."""
-    z_train, near, gap = _distances(x_train, gap, near)
-    mean, scale = _standardiser(_inputs(x_train, "in_between: x_train"))
-    queries = (_inputs(x, "in_between: x") - mean) / scale
+    train = _distances(x_train, gap, near)
+    z_train, near, gap = train.z, train.near, train.gap
+    queries = (_inputs(x, "in_between: x") - train.mean) / train.scale
     s = check_finite(as_tensor(sd, "in_between: sd"), "in_between: sd").double().reshape(-1)
     if len(s) != len(queries):
         raise ValueError(f"in_between: sd has {len(s)} values for {len(queries)} query points x")
@@ -124,12 +133,10 @@ def gap_points(
     inputs have no gaps)."""
     if isinstance(num, bool) or not isinstance(num, int) or num < 1:
         raise ValueError(f"gap_points: num must be a positive int, got {num!r}")
-    z, near, gap = _distances(x_train, gap, near)
+    train = _distances(x_train, gap, near)
     g = torch.Generator().manual_seed(seed)
-    pairs = torch.randint(len(z), (2, 20 * num), generator=g)
-    mid = (z[pairs[0]] + z[pairs[1]]) / 2
-    kept = mid[_nearest(mid, z) >= gap][:num]
-    train = as_tensor(x_train, "gap_points: x_train")
-    mean, scale = _standardiser(_inputs(train, "gap_points: x_train"))
-    out = kept * scale + mean
-    return out.to(train.dtype) if train.is_floating_point() else out
+    pairs = torch.randint(len(train.z), (2, 20 * num), generator=g)
+    mid = (train.z[pairs[0]] + train.z[pairs[1]]) / 2
+    out = mid[_nearest(mid, train.z) >= train.gap][:num] * train.scale + train.mean
+    given = as_tensor(x_train, "gap_points: x_train")
+    return out.to(given.dtype) if given.is_floating_point() else out

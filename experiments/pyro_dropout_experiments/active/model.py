@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
-import numpy as np
 import pyro
 import torch
 from pyro.infer import SVI
@@ -19,6 +18,7 @@ from pyro_dropout import DropoutELBO, DropoutGuide
 from pyro_dropout.datasets import load_images
 from pyro_dropout.nn import KerasCNN
 
+from ..mnist.data import default_device_tensor
 from .settings import ActiveSettings
 
 __all__ = ["fitter", "load_pool"]
@@ -49,10 +49,6 @@ def fitter(s: ActiveSettings, seed: int) -> Callable[..., tuple[Any, Any]]:
     return fit
 
 
-def _tensor(a: np.ndarray) -> torch.Tensor:
-    return torch.from_numpy(np.ascontiguousarray(a)).to(torch.get_default_device())
-
-
 def load_pool(
     s: ActiveSettings, data_dir: Any = None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -63,9 +59,9 @@ def load_pool(
     for name, size, have in (("pool-size", s.pool_size, len(train)), ("test-size", s.test_size, len(test))):
         if size is not None and size > have:
             raise ValueError(f"--{name} {size} is more than the {have} MNIST images there")
-    x, y = _tensor(train.x[: s.pool_size]), _tensor(train.y[: s.pool_size])
+    x, y = default_device_tensor(train.x[: s.pool_size]), default_device_tensor(train.y[: s.pool_size])
     if s.copies > 1:
         g = torch.Generator().manual_seed(s.seed)
         noisy = [x + s.noise * torch.randn(x.shape, generator=g).to(x.device) for _ in range(s.copies - 1)]
         x, y = torch.cat([x, *noisy]), y.repeat(s.copies)
-    return x, y, _tensor(test.x[: s.test_size]), _tensor(test.y[: s.test_size])
+    return x, y, default_device_tensor(test.x[: s.test_size]), default_device_tensor(test.y[: s.test_size])

@@ -48,14 +48,11 @@ def _one_run(acquisition: str, seed: int, data: tuple, s: ActiveSettings, bar: A
         warm=s.warm,
         seed=seed,
     )
-    rounds = 0
-    while True:  # the last round trains and tests; it acquires nothing more
-        if len(learner.labelled) + s.k > s.max_labels:
-            learner.history.append({"labelled": float(len(learner.labelled)), "error": learner.train()})
-            break
+    while len(learner.labelled) + s.k <= s.max_labels:
         learner.round()
-        rounds += 1
         bar.update()
+    # the last round trains and tests; it acquires nothing more
+    learner.history.append({"labelled": float(len(learner.labelled)), "error": learner.train()})
     acquired = learner.labelled[len(start) :]
     return {
         "labelled": [h["labelled"] for h in learner.history],

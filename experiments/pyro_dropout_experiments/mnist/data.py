@@ -11,7 +11,7 @@ import torch
 
 from pyro_dropout.datasets import load_images
 
-__all__ = ["OOD_SETS", "ImageSplits", "load_splits"]
+__all__ = ["OOD_SETS", "ImageSplits", "default_device_tensor", "load_splits"]
 
 OOD_SETS = ("fashion-mnist", "notmnist")
 
@@ -26,13 +26,13 @@ class ImageSplits:
     ood: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
-def _tensor(a: np.ndarray) -> torch.Tensor:
+def default_device_tensor(a: np.ndarray) -> torch.Tensor:
     """``a`` on PyTorch's default device (the command's ``--device``)."""
     return torch.from_numpy(np.ascontiguousarray(a)).to(torch.get_default_device())
 
 
 def _tensors(x: np.ndarray, y: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-    return _tensor(x), _tensor(y)
+    return default_device_tensor(x), default_device_tensor(y)
 
 
 def load_splits(
@@ -65,5 +65,5 @@ def load_splits(
         train=_tensors(train.x[train_rows], train.y[train_rows]),
         val=_tensors(train.x[val_rows], train.y[val_rows]),
         test=_tensors(test.x[:n_test], test.y[:n_test]),
-        ood={name: _tensor(load_images(name, "test", data_dir).x[:n_test]) for name in ood},
+        ood={name: default_device_tensor(load_images(name, "test", data_dir).x[:n_test]) for name in ood},
     )
