@@ -2,6 +2,8 @@ r"""Bernoulli dropout: the variational family of MC dropout (Gal & Ghahramani, 2
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from .masked_weight import MaskedWeight
@@ -11,10 +13,10 @@ __all__ = ["BernoulliDropout", "bernoulli_keep", "keep_threshold"]
 _WORD_MIN = -(2**63)  # ``random_(_WORD_MIN, None)`` fills int64 with all 64 bits random
 
 
-def _keep_kernel(threshold: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    n = like.numel()
-    words = torch.empty((n + 1) // 2, dtype=torch.int64, device=like.device).random_(_WORD_MIN, None)
-    return words.view(torch.int32)[:n].view(like.shape) <= threshold
+def _keep_kernel(threshold: torch.Tensor, shape: list[int]) -> torch.Tensor:
+    n = math.prod(shape)
+    words = torch.empty((n + 1) // 2, dtype=torch.int64, device=threshold.device).random_(_WORD_MIN, None)
+    return words.view(torch.int32)[:n].view(shape) <= threshold
 
 
 # An op of its own so that a recorded graph (make_fx, torch.compile) holds it whole: one random
@@ -23,13 +25,13 @@ def _keep_kernel(threshold: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
 # the dispatcher directly, one kernel for every device: a draw costs no autograd wrapper (its
 # result is boolean), about 25 us a call against 47 us as a ``torch.library.custom_op``.
 _LIBRARY = torch.library.Library("pyro_dropout", "FRAGMENT")
-_LIBRARY.define("bernoulli_keep(Tensor threshold, Tensor like) -> Tensor")
+_LIBRARY.define("bernoulli_keep(Tensor threshold, SymInt[] shape) -> Tensor")
 _LIBRARY.impl("bernoulli_keep", _keep_kernel, "CompositeExplicitAutograd")
 
 
 @torch.library.register_fake("pyro_dropout::bernoulli_keep", lib=_LIBRARY)
-def _(threshold: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    return torch.empty(like.shape, dtype=torch.bool, device=like.device)
+def _(threshold: torch.Tensor, shape: list[int]) -> torch.Tensor:
+    return torch.empty(shape, dtype=torch.bool, device=threshold.device)
 
 
 _keep_op = torch.ops.pyro_dropout.bernoulli_keep.default
@@ -40,7 +42,7 @@ def keep_threshold(keep_prob: torch.Tensor | float, device: torch.device) -> tor
     2^{32}) / 2^{32}` for uniform int32 bits. A float's is worked out in Python (doubles, ties to
     even, as ``torch.round``), so a recorded graph holds one constant, not seven operations a step."""
     if isinstance(keep_prob, torch.Tensor):  # recorded as an op (torch.as_tensor would be frozen)
-        keep = keep_prob.detach().to(torch.float64)
+        keep = keep_prob.detach().to(device=device, dtype=torch.float64)
         return (torch.round(keep * 2.0**32) - (2**31 + 1)).clamp(-(2**31), 2**31 - 1).to(torch.int32)
     bits = min(max(round(float(keep_prob) * 2.0**32) - (2**31 + 1), -(2**31)), 2**31 - 1)
     return torch.tensor(bits, dtype=torch.int32, device=device)
@@ -59,9 +61,7 @@ def bernoulli_keep(shape: torch.Size, keep_prob: torch.Tensor | float, device: t
         ``keep_prob = 1`` keeps every unit, and values below :math:`2^{-32}` count as
         :math:`2^{-32}` (a dropout rate is below 1, so a keep probability is above 0).
     """
-    threshold = keep_threshold(keep_prob, device)
-    like = torch.empty((), device=device).expand(shape)  # the shape, no memory
-    return _keep_op(threshold, like)
+    return _keep_op(keep_threshold(keep_prob, device), list(shape))
 
 
 class BernoulliDropout(MaskedWeight):

@@ -144,9 +144,10 @@ def _make_graph(fn: Callable, tensors: tuple, start: Any, device: torch.device) 
     set_torch_rng(start, device)
     try:
         with torch.no_grad(), pyro.validation_enabled(False):
-            return fold_constants(make_fx(fn, tracing_mode="real")(*tensors))
+            graph = fold_constants(make_fx(fn, tracing_mode="real")(*tensors), detaches=True)
     except Exception:  # Python the recorder cannot follow: the chunks run eagerly
         return None
+    return torch.no_grad()(graph)  # without its detaches, it is run without gradients
 
 
 def _agree(a: Outputs, b: Outputs) -> bool:

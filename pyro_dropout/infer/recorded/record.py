@@ -32,9 +32,38 @@ def _keeps_its_calls(node: fx.Node) -> bool:
     return torch.Tag.nondeterministic_seeded in tags or name.endswith("_") or name.startswith("empty")
 
 
-def fold_constants(gm: fx.GraphModule) -> fx.GraphModule:
+_aten = torch.ops.aten
+# operations that return their input unchanged when its shape is the one asked for
+_SAME_SHAPE = {_aten.view.default, _aten.expand.default, _aten.reshape.default, _aten.squeeze.dim}
+
+
+def _shape(gm: fx.GraphModule, node: Any) -> Any:
+    if not isinstance(node, fx.Node):
+        return None
+    value = getattr(gm, str(node.target), None) if node.op == "get_attr" else node.meta.get("val")
+    return tuple(value.shape) if isinstance(value, torch.Tensor) else None
+
+
+def drop_identities(gm: fx.GraphModule, detaches: bool) -> None:
+    """Bypass every view, expansion or reshape of a tensor to its own shape, and every view of a
+    view (``view(view(x, a), b)`` is ``view(x, b)``); with ``detaches`` (a graph run without
+    gradients) every ``detach`` too: about a third of a prediction chunk's operations."""
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or not node.args:
+            continue
+        source = node.args[0]
+        if (detaches and node.target is _aten.detach.default) or (
+            node.target in _SAME_SHAPE and _shape(gm, source) == _shape(gm, node) is not None
+        ):
+            node.replace_all_uses_with(source)
+        elif node.target is _aten.view.default and getattr(source, "target", None) is _aten.view.default:
+            node.args = (source.args[0], *node.args[1:])
+
+
+def fold_constants(gm: fx.GraphModule, detaches: bool = False) -> fx.GraphModule:
     """``gm`` with every node that reads no input and draws, mutates or allocates nothing replaced
-    by its value, computed once; the nodes no output needs removed."""
+    by its value, computed once, the identities bypassed (:func:`drop_identities`), and the nodes
+    no output needs removed."""
     values: dict[fx.Node, Any] = {}
     moving = {
         a
@@ -57,6 +86,7 @@ def fold_constants(gm: fx.GraphModule) -> fx.GraphModule:
             gm.register_buffer(name, value.detach())
             with gm.graph.inserting_before(node):
                 node.replace_all_uses_with(gm.graph.get_attr(name))
+    drop_identities(gm, detaches)
     gm.graph.eliminate_dead_code()
     gm.recompile()
     return gm
