@@ -44,7 +44,7 @@ def _shape(gm: fx.GraphModule, node: Any) -> Any:
     return tuple(value.shape) if isinstance(value, torch.Tensor) else None
 
 
-def drop_identities(gm: fx.GraphModule, detaches: bool) -> None:
+def _drop_identities(gm: fx.GraphModule, detaches: bool) -> None:
     """Bypass every view, expansion or reshape of a tensor to its own shape, and every view of a
     view (``view(view(x, a), b)`` is ``view(x, b)``); with ``detaches`` (a graph run without
     gradients) every ``detach`` too: about a third of a prediction chunk's operations."""
@@ -62,8 +62,8 @@ def drop_identities(gm: fx.GraphModule, detaches: bool) -> None:
 
 def fold_constants(gm: fx.GraphModule, detaches: bool = False) -> fx.GraphModule:
     """``gm`` with every node that reads no input and draws, mutates or allocates nothing replaced
-    by its value, computed once, the identities bypassed (:func:`drop_identities`), and the nodes
-    no output needs removed."""
+    by its value, computed once; its identities bypassed (:func:`_drop_identities`; ``detaches``:
+    the graph runs without gradients); the nodes no output needs removed."""
     values: dict[fx.Node, Any] = {}
     moving = {
         a
@@ -86,7 +86,7 @@ def fold_constants(gm: fx.GraphModule, detaches: bool = False) -> fx.GraphModule
             gm.register_buffer(name, value.detach())
             with gm.graph.inserting_before(node):
                 node.replace_all_uses_with(gm.graph.get_attr(name))
-    drop_identities(gm, detaches)
+    _drop_identities(gm, detaches)
     gm.graph.eliminate_dead_code()
     gm.recompile()
     return gm
