@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+# the longest quick run (svi_step) takes 4-5 min alone on 2 cores and passed 600 s beside another
+# test worker on 2026-12-02: the limit is 3x its time alone, so a loaded machine does not fail it
+TIMEOUT_S = 900
 
 
 @pytest.mark.slow
@@ -41,7 +44,7 @@ def test_benchmark_runs(script):
         [sys.executable, str(BENCH / f"{script}.py"), "--quick", "--device", "cpu"],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=TIMEOUT_S,
     )
     assert out.returncode == 0, out.stderr[-2000:]
     payload = json.loads((BENCH / "results" / f"{script}_cpu_quick.json").read_text())
