@@ -64,11 +64,12 @@ def prepare(
     num_samples: int,
     chunk_size: int | str | None,
     device: torch.device | None,
-    measure_draws: bool = False,
+    measure_draws: bool | ChunkGraphs = False,
 ) -> tuple[ChunkRunner, int]:
     """The runner of the chunks and the draws per chunk, from one posterior draw's pass of the model
     (``measure_draws``: for a model that shares part of its pass between draws, the chunk is sized
-    by what a draw adds, :mod:`.draw_cost`)."""
+    by what a draw adds, :mod:`.draw_cost`; measured once per input shape where it is the guide's
+    :class:`~.recorded.ChunkGraphs`)."""
     if isinstance(num_samples, bool) or not (isinstance(num_samples, int) and num_samples >= 1):
         raise ValueError(f"num_samples must be a positive int, got {num_samples!r}")
     chunk_size = _chunk_setting(chunk_size)
@@ -98,7 +99,7 @@ def prepare(
 
 
 def _auto_chunk(
-    runner: ChunkRunner, device: torch.device, widest: int, num_samples: int, measure: bool
+    runner: ChunkRunner, device: torch.device, widest: int, num_samples: int, measure: bool | ChunkGraphs
 ) -> int:
     """Draws per chunk: from one draw's widest tensor, or, where that gives chunks smaller than the
     draws and ``measure``, from what a draw adds (a pass partly shared by the draws, such as
@@ -110,7 +111,10 @@ def _auto_chunk(
     # measuring costs six draws' passes (eight for a model that checks itself): worth it for enough draws
     if not measure or chunk >= num_samples or (num_samples < MEASURE_FROM and not checks_itself):
         return chunk
-    grows = per_draw_bytes(runner, warm_up=checks_itself)
+    if isinstance(measure, ChunkGraphs):
+        grows = measure.per_draw_bytes(runner, checks_itself)
+    else:
+        grows = per_draw_bytes(runner, warm_up=checks_itself)
     return chunk if grows is None else auto_chunk_size(device, grows, num_samples, shared_bytes=widest)
 
 
@@ -122,10 +126,12 @@ def draw_chunks(
     wanted: set[str] | None,
     meta: Predictions,
     graphs: ChunkGraphs | None = None,
+    streamed: bool = False,
 ) -> Iterator[tuple[int, Outputs]]:
     """``(size, draws)`` of each chunk, vectorised over its draws (``parallel=False``: one draw at a
     time, no plate of draws, for models that cannot broadcast), each chunk's pass recorded once and
-    replayed where ``graphs`` keeps it (:mod:`.recorded`); where a chunk of batched draws fails after
+    replayed where ``graphs`` keeps it (:mod:`.recorded`; ``streamed``: the chunks go to the caller one
+    by one, who may change what the model reads between them); where a chunk of batched draws fails after
     the batching check passed, the rest run one at a time, with a warning."""
     done = 0
     while done < num_samples:  # a failed chunk of batched draws runs the rest one at a time
@@ -134,7 +140,8 @@ def draw_chunks(
         if parallel:
             try:
                 count = (num_samples - done) // size  # chunks of this size left in the call
-                outputs = _batched_chunk(runner, size, count, wanted, meta, graphs, first=done == 0)
+                first = done == 0
+                outputs = _batched_chunk(runner, size, count, wanted, meta, graphs, (first, streamed))
             except BatchedDrawError as error:  # the check's two draws passed, these did not
                 parallel, size = _one_at_a_time(runner, error), 1
         if outputs is None:
@@ -152,7 +159,7 @@ def _batched_chunk(
     wanted: set[str] | None,
     meta: Predictions,
     graphs: ChunkGraphs | None,
-    first: bool,
+    checks: tuple[bool, bool],
 ) -> Outputs:
     def run(args: tuple, kwargs: dict, description: Predictions) -> Outputs:
         trace, latents = runner.run(size, args, kwargs)
@@ -161,7 +168,7 @@ def _batched_chunk(
 
     if graphs is None:
         return run(runner.args, runner.kwargs, meta)
-    return graphs.outputs(size, count, runner.args, runner.kwargs, run, meta, first)
+    return graphs.outputs(size, count, runner.args, runner.kwargs, run, meta, *checks)
 
 
 def _one_at_a_time(runner: ChunkRunner, error: BatchedDrawError) -> bool:

@@ -87,7 +87,7 @@ def predict(
     [1] Y. Gal, Z. Ghahramani. *Dropout as a Bayesian Approximation.* ICML 2016.
     """
     out = Predictions()
-    chunks = _guide_chunks(model, guide, args, kwargs, num_samples, chunk_size, parallel, return_sites, out)
+    chunks = _guide_chunks(model, guide, args, kwargs, (num_samples, chunk_size), parallel, return_sites, out)
     return _predict(chunks, out, num_samples)
 
 
@@ -105,7 +105,8 @@ def predict_chunks(
     draws each (the same draws ``predict`` makes from the same random state): for scores
     accumulated as the draws are made, in memory bounded by one chunk."""
     meta = Predictions()
-    chunks = _guide_chunks(model, guide, args, kwargs, num_samples, chunk_size, parallel, return_sites, meta)
+    draws = (num_samples, chunk_size)
+    chunks = _guide_chunks(model, guide, args, kwargs, draws, parallel, return_sites, meta, streamed=True)
     return _chunked(chunks, meta)
 
 
@@ -114,21 +115,25 @@ def _guide_chunks(
     guide: Callable,
     args: tuple,
     kwargs: dict,
-    num_samples: int,
-    chunk_size: int | str | None,
+    draws: tuple[int, int | str | None],
     parallel: bool,
     return_sites: Iterable[str] | None,
     meta: Predictions,
+    streamed: bool = False,
 ) -> Iterator[tuple[int, Outputs]]:
-    """The chunks of draws of ``guide`` (what :func:`predict` and :func:`predict_chunks` share)."""
+    """The chunks of draws of ``guide`` (what :func:`predict` and :func:`predict_chunks` share;
+    ``draws``: ``(num_samples, chunk_size)``; ``streamed``: the chunks go to the caller one by one)."""
+    num_samples, chunk_size = draws
     wanted = wanted_sites(return_sites)
     draw, one_draw = _guide_draws(guide)
     device = device_of(model, guide)
-    runner, chunk = prepare(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device, parallel)
+    kept = chunk_graphs(guide, model) if parallel else None
+    measure = parallel if kept is None else kept  # the chunk's measured width kept with the guide
+    runner, chunk = prepare(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device, measure)
     _check_seen(guide, runner.prototype)
     parallel = parallel and batched_is_exact(runner)
-    graphs = chunk_graphs(guide, model) if parallel else None
-    return draw_chunks(runner, num_samples, chunk, parallel, wanted, meta, graphs)
+    graphs = kept if parallel else None
+    return draw_chunks(runner, num_samples, chunk, parallel, wanted, meta, graphs, streamed)
 
 
 def _check_seen(guide: Any, prototype: Trace) -> None:

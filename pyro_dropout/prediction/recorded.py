@@ -12,9 +12,12 @@ computed once.
 A graph is never trusted blindly. It is made from an eager chunk, run again from that chunk's
 random state, and kept only where its outputs and the generator's state after it are the eager
 chunk's; a chunk whose Python reads a tensor's value is not recorded. Then the first chunk of
-every call, and every 64th, runs eagerly beside the graph from the same random state, and a graph
-that differs is dropped and the rest of the call runs eagerly: a global or a closure changed
-between calls is found at the first chunk of the call.
+every call runs eagerly beside the graph from the same random state, and a graph that differs is
+dropped and the rest of the call runs eagerly: a global or a closure changed between calls is found
+at the first chunk of the call. Within a call of :func:`~.predict` no code of the caller runs
+between chunks, and the modules' values and the parameters are read at every chunk; the chunks of
+:func:`~.predict_chunks` are handed to the caller one by one, so every 64th is checked as well (a
+global changed between them is found within 64 chunks).
 """
 
 from __future__ import annotations
@@ -31,12 +34,14 @@ from ..infer.recorded.graph import TensorSlots, call_key
 from ..infer.recorded.reads import ValueReads
 from ..infer.recorded.record import fold_constants
 from ..infer.recorded.state import StateWatch
+from .chunks import ChunkRunner
 from .collect import Outputs
+from .draw_cost import per_draw_bytes
 from .draws import Predictions
 
 __all__ = ["CHECK_EVERY", "ChunkGraphs", "chunk_graphs"]
 
-CHECK_EVERY = 64  # a graph's calls between two checks within a call (the first chunk of each is checked)
+CHECK_EVERY = 64  # chunks between two checks in a stream (predict_chunks); the first of each call is checked
 RECORD_FROM = 24  # chunks of one size in a call from which recording pays (it costs about four chunks)
 _KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -63,7 +68,8 @@ Run = Callable[[tuple, dict, Any], Outputs]  # one eager chunk on (args, kwargs)
 class ChunkGraphs:
     """The graphs of one guide's chunks, by chunk size and input shape, for the model's and guide's
     state and parameter values of ``now`` (a graph holds those values, so a change of either drops
-    them all: training between calls does not pile up graphs); ``eager``: the keys that run eagerly."""
+    them all: training between calls does not pile up graphs); ``eager``: the keys that run eagerly;
+    ``widths``: what a draw adds to a chunk (:func:`~.draw_cost.per_draw_bytes`), by input shape."""
 
     def __init__(self, watch: StateWatch) -> None:
         self.watch = watch
@@ -71,6 +77,15 @@ class ChunkGraphs:
         self.graphs: dict[Hashable, tuple[Callable, tuple]] = {}
         self.calls: dict[Hashable, int] = {}
         self.eager: set[Hashable] = set()
+        self.widths: dict[Hashable, int | None] = {}
+
+    def per_draw_bytes(self, runner: ChunkRunner, warm_up: bool) -> int | None:
+        """:func:`~.draw_cost.per_draw_bytes`, measured once per input shape and state (six draws'
+        eager passes a call saved)."""
+        key = self._key(0, runner.args, runner.kwargs)
+        if key not in self.widths:
+            self.widths[key] = per_draw_bytes(runner, warm_up)
+        return self.widths[key]
 
     def _key(self, size: int, args: tuple, kwargs: dict) -> Hashable:
         now = (self.watch(), _store_versions())
@@ -79,14 +94,24 @@ class ChunkGraphs:
             self.graphs.clear()
             self.calls.clear()
             self.eager.clear()
+            self.widths.clear()
         return size, call_key(args, kwargs)
 
     def outputs(
-        self, size: int, count: int, args: tuple, kwargs: dict, run: Run, meta: Any, first: bool
+        self,
+        size: int,
+        count: int,
+        args: tuple,
+        kwargs: dict,
+        run: Run,
+        meta: Any,
+        first: bool,
+        streamed: bool = False,
     ) -> Outputs:
         """One chunk's outputs: from its graph where one is kept and trusted, else from ``run`` (which
         records one where the call has at least :data:`RECORD_FROM` chunks of this ``size``:
-        ``count``); ``first``: the call's first chunk, checked (and describing the sites in ``meta``)."""
+        ``count``); ``first``: the call's first chunk, checked (and describing the sites in ``meta``);
+        ``streamed``: chunks handed to the caller one by one, every :data:`CHECK_EVERY`\\ th checked too."""
         key = self._key(size, args, kwargs)
         if key in self.eager or (key not in self.graphs and count < RECORD_FROM):
             return run(args, kwargs, meta)
@@ -97,7 +122,7 @@ class ChunkGraphs:
             return self._record(key, args, kwargs, slots, run, meta, device)
         graph, names = self.graphs[key]
         calls = self.calls[key] = self.calls[key] + 1
-        if not first and calls % CHECK_EVERY:
+        if not first and (not streamed or calls % CHECK_EVERY):
             return dict(zip(names, graph(*tensors), strict=True))
         start = torch_rng(device)
         replayed = dict(zip(names, graph(*tensors), strict=True))

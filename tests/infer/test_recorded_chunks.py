@@ -1,5 +1,6 @@
 """Prediction's chunks recorded once and replayed: the same draws as the eager chunks, a stale
-graph found at the first chunk of the next call, and no crash at any number of chunks."""
+graph found at the first chunk of the next call (and within CHECK_EVERY chunks of a stream), the
+chunk's width measured once per input shape, and no crash at any number of chunks."""
 
 import pyro
 import pyro.distributions as dist
@@ -8,9 +9,11 @@ import torch
 from pyro.nn import PyroModule
 from torch import nn
 
+import pyro_dropout.prediction.engine as engine
 import pyro_dropout.prediction.recorded as recorded
 from pyro_dropout import DropoutGuide, MCDropout, predict
 from pyro_dropout.nn import MLP, Linear
+from pyro_dropout.prediction.predictive import predict_chunks
 
 
 def _kept(guide):
@@ -71,6 +74,45 @@ def test_a_global_changed_between_calls_is_found_at_the_first_chunk(monkeypatch)
     after = _predict(model, guide, x, True, monkeypatch, num_samples=50, chunk_size=2)
     assert torch.allclose(after.means["obs"], before.means["obs"] + 100.0, atol=1e-4)  # not the stale graph
     assert len(_kept(guide).graphs) == 0 and len(_kept(guide).eager) == 1
+
+
+def test_a_global_changed_between_streamed_chunks_is_found_within_check_every_chunks(monkeypatch):
+    """predict_chunks hands its chunks over one by one: a global the caller changes between them is
+    found by the check of every CHECK_EVERY-th chunk, and the chunks after it are the eager ones."""
+    pyro.clear_param_store()
+    model = _ReadsAGlobal()
+    guide = DropoutGuide(model, dropout=0.2)
+    x = torch.randn(10, 3)
+    guide(x[:2], torch.zeros(2))
+    monkeypatch.setattr(recorded, "RECORD_FROM", 24)
+    chunks = 3 * recorded.CHECK_EVERY
+    stream = predict_chunks(model, guide, x, num_samples=2 * chunks, chunk_size=2)
+    shifted = []
+    for i, chunk in enumerate(stream):
+        if i == 1:
+            monkeypatch.setitem(SHIFT, "value", 100.0)  # after the first chunk, which records the graph
+        shifted.append(bool(chunk.means["obs"].mean() > 50.0))
+    stale = shifted.index(True) - 1  # the chunks after the change that ran the stale graph
+    assert 0 <= stale < recorded.CHECK_EVERY and all(shifted[stale + 1 :])
+    assert len(_kept(guide).graphs) == 0 and len(_kept(guide).eager) == 1
+
+
+def test_the_chunk_width_is_measured_once_per_input_shape(monkeypatch):
+    pyro.clear_param_store()
+    model = MLP(3, hidden=(16,))
+    guide = DropoutGuide(model, dropout=0.2)
+    guide(torch.randn(2, 3), torch.zeros(2))
+    measured = []
+    real = recorded.per_draw_bytes
+    monkeypatch.setattr(recorded, "per_draw_bytes", lambda *a: measured.append(1) or real(*a))
+    monkeypatch.setattr(engine, "auto_chunk_size", lambda *a, **k: 10)  # chunks under the draws, on any cache
+    for n in (40, 40, 30, 40):
+        predict(model, guide, torch.randn(n, 3), num_samples=100)
+    assert len(measured) == 2  # one per input shape (40, then 30), kept with the guide
+    with torch.no_grad():  # new parameter values: measured again with the graphs' new state
+        pyro.get_param_store()["DropoutGuide.locs.output.bias"].unconstrained().add_(1.0)
+    predict(model, guide, torch.randn(40, 3), num_samples=100)
+    assert len(measured) == 3
 
 
 class _Residual(nn.Module):
