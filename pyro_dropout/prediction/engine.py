@@ -17,7 +17,6 @@ from ..infer.input_checks import check_finite_inputs, check_not_empty
 from .batching import remember_unbatched
 from .chunks import ChunkRunner, DrawLatents, auto_chunk_size, largest_tensor_bytes
 from .collect import Outputs, chunk_outputs, plate_nesting
-from .draw_cost import per_draw_bytes
 from .draws import Predictions
 from .observations import check_array_inputs, check_observations
 from .recorded import ChunkGraphs
@@ -49,6 +48,7 @@ def _chunk_setting(chunk_size: Any) -> int | str | None:
     return chunk_size
 
 
+MeasureDraws = Callable[[ChunkRunner, bool], int | None]  # (runner, warm_up) -> a draw's bytes, or None
 MEASURE_FROM = 20  # draws from which a chunk is sized by what a draw adds (see _auto_chunk)
 # draws per chunk of a model that splits its own passes into cache-sized pieces (a converted network
 # with its own masks): the chunk bounds the outputs held twice, not the working memory
@@ -64,12 +64,12 @@ def prepare(
     num_samples: int,
     chunk_size: int | str | None,
     device: torch.device | None,
-    measure_draws: bool | ChunkGraphs = False,
+    measure_draws: MeasureDraws | None = None,
 ) -> tuple[ChunkRunner, int]:
     """The runner of the chunks and the draws per chunk, from one posterior draw's pass of the model
     (``measure_draws``: for a model that shares part of its pass between draws, the chunk is sized
-    by what a draw adds, :mod:`.draw_cost`; measured once per input shape where it is the guide's
-    :class:`~.recorded.ChunkGraphs`)."""
+    by what a draw adds, as :func:`~.draw_cost.per_draw_bytes` measures it, or
+    :meth:`~.recorded.ChunkGraphs.per_draw_bytes`, once per input shape)."""
     if isinstance(num_samples, bool) or not (isinstance(num_samples, int) and num_samples >= 1):
         raise ValueError(f"num_samples must be a positive int, got {num_samples!r}")
     chunk_size = _chunk_setting(chunk_size)
@@ -99,7 +99,7 @@ def prepare(
 
 
 def _auto_chunk(
-    runner: ChunkRunner, device: torch.device, widest: int, num_samples: int, measure: bool | ChunkGraphs
+    runner: ChunkRunner, device: torch.device, widest: int, num_samples: int, measure: MeasureDraws | None
 ) -> int:
     """Draws per chunk: from one draw's widest tensor, or, where that gives chunks smaller than the
     draws and ``measure``, from what a draw adds (a pass partly shared by the draws, such as
@@ -109,12 +109,9 @@ def _auto_chunk(
     chunk = auto_chunk_size(device, widest, num_samples)
     checks_itself = getattr(runner.model, "checks_its_batching", False)
     # measuring costs six draws' passes (eight for a model that checks itself): worth it for enough draws
-    if not measure or chunk >= num_samples or (num_samples < MEASURE_FROM and not checks_itself):
+    if measure is None or chunk >= num_samples or (num_samples < MEASURE_FROM and not checks_itself):
         return chunk
-    if isinstance(measure, ChunkGraphs):
-        grows = measure.per_draw_bytes(runner, checks_itself)
-    else:
-        grows = per_draw_bytes(runner, warm_up=checks_itself)
+    grows = measure(runner, checks_itself)
     return chunk if grows is None else auto_chunk_size(device, grows, num_samples, shared_bytes=widest)
 
 
@@ -141,7 +138,7 @@ def draw_chunks(
             try:
                 count = (num_samples - done) // size  # chunks of this size left in the call
                 first = done == 0
-                outputs = _batched_chunk(runner, size, count, wanted, meta, graphs, (first, streamed))
+                outputs = _batched_chunk(runner, size, count, wanted, meta, graphs, first, streamed)
             except BatchedDrawError as error:  # the check's two draws passed, these did not
                 parallel, size = _one_at_a_time(runner, error), 1
         if outputs is None:
@@ -159,7 +156,8 @@ def _batched_chunk(
     wanted: set[str] | None,
     meta: Predictions,
     graphs: ChunkGraphs | None,
-    checks: tuple[bool, bool],
+    first: bool,
+    streamed: bool,
 ) -> Outputs:
     def run(args: tuple, kwargs: dict, description: Predictions) -> Outputs:
         trace, latents = runner.run(size, args, kwargs)
@@ -168,7 +166,7 @@ def _batched_chunk(
 
     if graphs is None:
         return run(runner.args, runner.kwargs, meta)
-    return graphs.outputs(size, count, runner.args, runner.kwargs, run, meta, *checks)
+    return graphs.outputs(size, count, runner.args, runner.kwargs, run, meta, first, streamed)
 
 
 def _one_at_a_time(runner: ChunkRunner, error: BatchedDrawError) -> bool:

@@ -16,6 +16,7 @@ from ..infer.loss_terms import UNSEEN_SITE, Site
 from ..nn import dropout_off
 from .batching import batched_is_exact
 from .collect import DRAWS_PLATE, Buffers, Outputs
+from .draw_cost import per_draw_bytes
 from .draws import Predictions
 from .engine import device_of, draw_chunks, prepare, wanted_sites
 from .recorded import chunk_graphs
@@ -87,7 +88,7 @@ def predict(
     [1] Y. Gal, Z. Ghahramani. *Dropout as a Bayesian Approximation.* ICML 2016.
     """
     out = Predictions()
-    chunks = _guide_chunks(model, guide, args, kwargs, (num_samples, chunk_size), parallel, return_sites, out)
+    chunks = _guide_chunks(model, guide, args, kwargs, num_samples, chunk_size, parallel, return_sites, out)
     return _predict(chunks, out, num_samples)
 
 
@@ -105,8 +106,9 @@ def predict_chunks(
     draws each (the same draws ``predict`` makes from the same random state): for scores
     accumulated as the draws are made, in memory bounded by one chunk."""
     meta = Predictions()
-    draws = (num_samples, chunk_size)
-    chunks = _guide_chunks(model, guide, args, kwargs, draws, parallel, return_sites, meta, streamed=True)
+    chunks = _guide_chunks(
+        model, guide, args, kwargs, num_samples, chunk_size, parallel, return_sites, meta, streamed=True
+    )
     return _chunked(chunks, meta)
 
 
@@ -115,20 +117,21 @@ def _guide_chunks(
     guide: Callable,
     args: tuple,
     kwargs: dict,
-    draws: tuple[int, int | str | None],
+    num_samples: int,
+    chunk_size: int | str | None,
     parallel: bool,
     return_sites: Iterable[str] | None,
     meta: Predictions,
     streamed: bool = False,
 ) -> Iterator[tuple[int, Outputs]]:
     """The chunks of draws of ``guide`` (what :func:`predict` and :func:`predict_chunks` share;
-    ``draws``: ``(num_samples, chunk_size)``; ``streamed``: the chunks go to the caller one by one)."""
-    num_samples, chunk_size = draws
+    ``streamed``: the chunks go to the caller one by one)."""
     wanted = wanted_sites(return_sites)
     draw, one_draw = _guide_draws(guide)
     device = device_of(model, guide)
     kept = chunk_graphs(guide, model) if parallel else None
-    measure = parallel if kept is None else kept  # the chunk's measured width kept with the guide
+    # what a draw adds to a chunk, measured once per input shape where the guide keeps graphs
+    measure = None if not parallel else per_draw_bytes if kept is None else kept.per_draw_bytes
     runner, chunk = prepare(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device, measure)
     _check_seen(guide, runner.prototype)
     parallel = parallel and batched_is_exact(runner)
@@ -230,7 +233,8 @@ def _from_samples(
     # a site whose samples are one value expanded over the draws (a point weight) is computed once
     # for a chunk of draws: its chunks are sized by what a draw adds (the probe's draws not kept)
     shared = any(v.dim() and v.shape[0] > 1 and v.stride(0) == 0 for v in samples.values())
-    runner, chunk = prepare(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device, shared)
+    measure = per_draw_bytes if shared else None
+    runner, chunk = prepare(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device, measure)
     offset[0] = 0
     _check_seen(guide, runner.prototype)
     parallel = parallel and batched_is_exact(runner)
