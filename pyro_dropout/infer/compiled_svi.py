@@ -28,22 +28,15 @@ __all__ = ["CompiledSVI"]
 class CompiledSVI(Resumable, SVI):
     r"""Stochastic variational inference with a compiled loss: ``pyro.infer.SVI``, faster.
 
-    The same constructor and ``step`` as :class:`~pyro.infer.SVI`. The first step collects every
-    parameter of the model and guide and builds **one** optimizer for all of them from the
-    ``pyro.optim`` object's constructor and arguments (fused updates where available). The loss
-    is recorded once per input shape as a graph of ATen operations (:mod:`pyro_dropout.infer.recorded`)
-    and compiled by :func:`torch.compile` (``graph="compile"``, the default: the loss and its
-    gradient in fused kernels; a first compile takes seconds, cached on disk by Inductor; a later
-    input shape, such as a short last batch, runs its recorded graph until its 1,000th call).
-    ``graph="record"``: the recorded graph, not compiled; ``graph="eager"``: the loss run eagerly.
-    Dropout masks stay random operations: each step draws fresh ones.
-
-    A graph is recorded anew for each combination of tensor shapes, other arguments and Python
-    values of the model's and guide's modules; a change no key can see (a global, a closure) is
-    found by the spot checks and recorded again (or call :meth:`retrace`). The model and guide
-    must create all their parameters on the first step; learning-rate schedulers are refused
-    (``pyro.infer.SVI`` takes them). :meth:`state_dict` and :meth:`load_state_dict` resume a fit
-    exactly.
+    The same constructor and ``step``. The first step collects every parameter of the model and
+    guide (they must all exist by then) into **one** optimizer built from the ``pyro.optim``
+    object's constructor and arguments (fused updates where available; learning-rate schedulers
+    are refused). The loss is recorded once per input shape (:mod:`pyro_dropout.infer.recorded`,
+    keys, value reads and spot checks as for ``DropoutELBO``; :meth:`retrace` after changing a
+    global it reads) and, by default, compiled by :func:`torch.compile` with its gradient (a first
+    compile takes seconds, cached on disk by Inductor; a later input shape, such as a short last
+    batch, runs its recorded graph until its 1,000th call). Each step draws fresh masks.
+    :meth:`state_dict` and :meth:`load_state_dict` resume a fit exactly.
 
     Usage:
 
@@ -53,7 +46,8 @@ class CompiledSVI(Resumable, SVI):
 
     :param loss: a loss with ``differentiable_loss`` (``DropoutELBO``, ``BBAlpha`` or any
         Pyro ``ELBO``).
-    :param graph: ``"compile"`` (default), ``"record"`` or ``"eager"``.
+    :param graph: ``"compile"`` (default), ``"record"`` (the recorded graph, not compiled) or
+        ``"eager"``.
     """
 
     def __init__(

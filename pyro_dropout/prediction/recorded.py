@@ -1,23 +1,13 @@
-r"""A chunk of draws recorded once and replayed: prediction on the one fast path.
+r"""A chunk of draws recorded once and replayed: prediction on the one fast path (docs/design.md).
 
-An eager chunk costs a few milliseconds of Pyro's Python (handlers, distributions, the collection
-of the draws) whatever its size, so the many small chunks that fit the cache would cost more than
-the cache saves. :class:`ChunkGraphs` records a chunk's pass (the guide's draws, the model, the
-outputs kept) with ``make_fx`` into a graph of ATen operations per chunk size, input shape and
-state of the model and guide, kept with the guide, and replays it for the next chunks; the random
-draws stay operations, so each chunk draws fresh masks from the same generator calls as the eager
-chunk. What reads no input and draws nothing (the weights' transforms, a prior's constants) is
-computed once.
-
-A graph is never trusted blindly. It is made from an eager chunk, run again from that chunk's
-random state, and kept only where its outputs and the generator's state after it are the eager
-chunk's; a chunk whose Python reads a tensor's value is not recorded. Then the first chunk of
-every call runs eagerly beside the graph from the same random state, and a graph that differs is
-dropped and the rest of the call runs eagerly: a global or a closure changed between calls is found
-at the first chunk of the call. Within a call of :func:`~.predict` no code of the caller runs
-between chunks, and the modules' values and the parameters are read at every chunk; the chunks of
-:func:`~.predict_chunks` are handed to the caller one by one, so every 64th is checked as well (a
-global changed between them is found within 64 chunks).
+An eager chunk costs a few milliseconds of Pyro's Python whatever its size, so :class:`ChunkGraphs`
+records a chunk's pass (the guide's draws, the model, the outputs kept) with ``make_fx`` per chunk
+size, input shape and state of the model and guide, and replays it: each chunk draws fresh masks
+from the eager chunk's generator calls. A graph is kept only where, from an eager chunk's random
+state, it gives that chunk's outputs and generator state, and the chunk reads no tensor's value.
+The first chunk of every call runs eagerly beside it (a global or closure changed between calls is
+found there; within :func:`~.predict` no code of the caller runs between chunks); in a stream of
+:func:`~.predict_chunks`, every 64th as well. A graph that differs is dropped: eager from there.
 """
 
 from __future__ import annotations
@@ -29,10 +19,9 @@ from typing import Any
 import pyro
 import torch
 
-from ..infer.recorded.checks import same, set_torch_rng, torch_rng
+from ..infer.recorded.checks import ValueReads, same, set_torch_rng, side_by_side, torch_rng
 from ..infer.recorded.graph import TensorSlots, call_key
-from ..infer.recorded.reads import ValueReads
-from ..infer.recorded.record import fold_constants
+from ..infer.recorded.record import record_loss
 from ..infer.recorded.state import StateWatch
 from .chunks import ChunkRunner
 from .collect import Outputs
@@ -124,12 +113,10 @@ class ChunkGraphs:
         calls = self.calls[key] = self.calls[key] + 1
         if not first and (not streamed or calls % CHECK_EVERY):
             return dict(zip(names, graph(*tensors), strict=True))
-        start = torch_rng(device)
-        replayed = dict(zip(names, graph(*tensors), strict=True))
-        after = torch_rng(device)
-        set_torch_rng(start, device)
-        expected = run(args, kwargs, meta)
-        if not (_agree(replayed, expected) and _same_state(after, torch_rng(device))):
+        replayed, expected, same_draws = side_by_side(
+            lambda: dict(zip(names, graph(*tensors), strict=True)), lambda: run(args, kwargs, meta), device
+        )
+        if not (same_draws and _agree(replayed, expected)):
             del self.graphs[key]  # stale (a global or a closure changed): eager from here on
             self.eager.add(key)
         return expected
@@ -137,47 +124,35 @@ class ChunkGraphs:
     def _record(
         self, key: Hashable, args: tuple, kwargs: dict, slots: TensorSlots, run: Run, meta: Any, device: Any
     ) -> Outputs:
-        """The eager chunk; and its graph kept where it gives the eager chunk's draws."""
-        start = torch_rng(device)
-        expected = run(args, kwargs, meta)  # as the user has Pyro's validation
-        end = torch_rng(device)
-        set_torch_rng(start, device)
+        """The eager chunk; and its graph kept where, from the chunk's random state, it gives the
+        chunk's outputs and draws, and the chunk reads no tensor's value."""
+        tensors, start = slots.tensors(args, kwargs), torch_rng(device)
         with ValueReads() as reads, pyro.validation_enabled(False):  # validation reads values
-            run(args, kwargs, Predictions())
+            names = tuple(run(args, kwargs, Predictions()))  # a scratch description of the sites
+
+        def chunk(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            outputs = run(*slots.put(args, kwargs, tensors), Predictions())
+            return tuple(outputs[n] for n in names)
+
+        set_torch_rng(start, device)
+        graph = None
         if reads.first is None:
-            names = tuple(expected)
-
-            def chunk(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
-                outputs = run(*slots.put(args, kwargs, tensors), Predictions())  # a scratch description
-                return tuple(outputs[n] for n in names)
-
-            graph = _make_graph(chunk, slots.tensors(args, kwargs), start, device)
-            if graph is not None:
-                set_torch_rng(start, device)
-                replayed = dict(zip(names, graph(*slots.tensors(args, kwargs)), strict=True))
-                if _agree(replayed, expected) and _same_state(end, torch_rng(device)):
-                    self.graphs[key], self.calls[key] = (graph, names), 1
-        if key not in self.graphs:
+            with torch.no_grad(), pyro.validation_enabled(False):
+                graph, _ = record_loss(chunk, tensors, 0, False, detaches=True)  # None: eager chunks
+        set_torch_rng(start, device)
+        if graph is None:
             self.eager.add(key)
-        set_torch_rng(end, device)
-        return expected
-
-
-def _make_graph(fn: Callable, tensors: tuple, start: Any, device: torch.device) -> Callable | None:
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    set_torch_rng(start, device)
-    try:
-        with torch.no_grad(), pyro.validation_enabled(False):
-            graph = fold_constants(make_fx(fn, tracing_mode="real")(*tensors), detaches=True)
-    except Exception:  # Python the recorder cannot follow: the chunks run eagerly
-        return None
-    return torch.no_grad()(graph)  # without its detaches, it is run without gradients
+            return run(args, kwargs, meta)
+        graph = torch.no_grad()(graph)  # without its detaches, it runs without gradients
+        replayed, expected, same_draws = side_by_side(
+            lambda: dict(zip(names, graph(*tensors), strict=True)), lambda: run(args, kwargs, meta), device
+        )
+        if same_draws and _agree(replayed, expected):
+            self.graphs[key], self.calls[key] = (graph, names), 1
+        else:
+            self.eager.add(key)
+        return expected  # as the user has Pyro's validation
 
 
 def _agree(a: Outputs, b: Outputs) -> bool:
     return a.keys() == b.keys() and all(same(a[k], b[k]) for k in b)
-
-
-def _same_state(a: Any, b: Any) -> bool:
-    return torch.equal(a[0], b[0]) and (a[1] is None or b[1] is None or torch.equal(a[1], b[1]))

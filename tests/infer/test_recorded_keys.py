@@ -98,6 +98,36 @@ def test_a_changed_model_attribute_makes_a_new_graph(name):
         assert _stepped(svi, X, Y) == pytest.approx(_eager(model, guide, X, Y), rel=1e-4)
 
 
+class ModeDropout(Branchy):
+    """A functional dropout that reads the module's mode, as a network written for PyTorch does."""
+
+    def forward(self, x, y=None):
+        h = torch.nn.functional.dropout(torch.relu(self.hidden(x)), 0.5, self.training)
+        mean = self.out(h).squeeze(-1)
+        with pyro.plate("data", x.shape[0]):
+            pyro.sample("obs", dist.Normal(mean, self.noise), obs=y)
+
+
+@pytest.mark.parametrize("name", ["elbo-record", "compiled-svi"])
+def test_the_modules_mode_is_part_of_the_key(name):
+    """``model.eval()`` after a graph was recorded in training mode: the next step records anew and
+    gives the eager loss (before, the mode was not read and the graph kept dropping for up to 63 steps)."""
+    make, compiled = LOSSES[name]
+    pyro.clear_param_store()
+    model = ModeDropout(branch=False)
+    guide = DropoutGuide(model, dropout=0.1)
+    opt = pyro.optim.Adam({"lr": 0.0})
+    svi = (
+        CompiledSVI(model, guide, opt, make(), graph="record") if compiled else SVI(model, guide, opt, make())
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # recorded, then recorded anew, without a word
+        for _ in range(3):
+            svi.step(X, Y)
+        model.eval()
+        assert _stepped(svi, X, Y) == pytest.approx(_eager(model, guide, X, Y), rel=1e-5)
+
+
 def test_an_attribute_changed_at_every_step_ends_in_the_eager_loss_with_a_warning():
     model, guide, svi = _setup(DropoutELBO(graph="record"), branch=False)
     svi.step(X, Y)
@@ -187,6 +217,7 @@ def test_the_state_watch_gives_python_states_answer_after_every_kind_of_change()
         lambda: setattr(model, "extra", Linear(2, 2)),  # a new submodule
         lambda: delattr(model, "noise"),
         lambda: setattr(model, "renamed", 0.25),  # deleted one attribute, added another
+        lambda: model.eval(),  # the mode, which F.dropout(x, p, self.training) reads
     ]
     for change in changes:
         before = watch()

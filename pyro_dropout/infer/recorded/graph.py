@@ -1,11 +1,7 @@
-r"""A loss recorded once per key and replayed: the one fast path of the losses and ``CompiledSVI``.
-
-The key: input shapes, other arguments' values, the modules' Python values (:mod:`~.state`); the
-parameters are the graph's first inputs. Where a graph cannot be exact the loss runs eagerly (a
-read of a tensor's value, :mod:`~.reads`; a failed recording; other random draws than the eager
-loss's; module values changing at more than one call in ten). Every graph is spot-checked
-(:mod:`~.checks`) and a stale one recorded again, with a warning. ``"compile"`` compiles the first
-input shape's graph, and a later shape's after :data:`COMPILE_AFTER` calls (recorded until then).
+r"""A loss recorded once per key and replayed: the one fast path of the losses and ``CompiledSVI``
+(docs/design.md, "One fast path"). The key: input shapes, other arguments' values, the modules'
+Python values (:mod:`~.state`); the parameters are the graph's first inputs. Where a graph cannot be
+exact the loss runs eagerly; every graph is spot-checked (:mod:`~.checks`), a stale one recorded again.
 """
 
 from __future__ import annotations
@@ -17,8 +13,7 @@ from typing import Any
 
 import torch
 
-from .checks import SpotChecks, same, set_torch_rng, torch_rng
-from .reads import value_read_at
+from .checks import SpotChecks, ValueReads, same, side_by_side
 from .record import record_loss
 from .state import changed_attribute
 
@@ -109,10 +104,16 @@ class RecordedLoss:
         state = self.state()
         calls = self.calls[shape] = self.calls.get(shape, 0) + 1
         graph = self.graphs.get((shape, state))
-        if graph is None or (self.mode == "compile" and shape not in self.compiled and calls > COMPILE_AFTER):
+        # compiled: the first input shape, one compiled before, one called more than COMPILE_AFTER times
+        compiling = self.mode == "compile" and (
+            not self.compiled or shape in self.compiled or calls > COMPILE_AFTER
+        )
+        if graph is None or (compiling and shape not in self.compiled):
             if calls <= self.warm_up or (graph is None and not self._note_state(shape, state)):
                 return self.loss(*args, **kwargs)
-            graph = self._record(params, args, kwargs, slots, self._compile_now(shape, calls))
+            if compiling:
+                self.compiled.add(shape)
+            graph = self._record(params, args, kwargs, slots, compiling)
             if graph is None:
                 return self.loss(*args, **kwargs)
             self.graphs[(shape, state)] = graph
@@ -127,15 +128,6 @@ class RecordedLoss:
                 stacklevel=2 + self.depth,
             )
         return value
-
-    def _compile_now(self, shape: Hashable, calls: int) -> bool:
-        """Whether the graph about to be recorded is compiled: the first input shape's, one
-        compiled before, or one called more than :data:`COMPILE_AFTER` times."""
-        first = not self.compiled
-        if self.mode != "compile" or not (first or shape in self.compiled or calls > COMPILE_AFTER):
-            return False
-        self.compiled.add(shape)
-        return True
 
     def _note_state(self, shape: Hashable, state: tuple) -> bool:
         """Note a recording of ``shape`` for ``state``; ``False`` (eager from now on) once the
@@ -153,6 +145,7 @@ class RecordedLoss:
         return False
 
     def _fall_back(self, why: str, loud: bool) -> None:
+        """Eager from now on, saying ``why`` where ``loud``."""
         self.eager = why
         self.retrace()
         if loud:
@@ -172,12 +165,13 @@ class RecordedLoss:
         with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
             with torch.no_grad():  # once eagerly: the checks made once per input shape, which read values
                 self.loss(*args, **kwargs)
-            where = value_read_at(lambda: self.loss(*args, **kwargs))
-            if where is not None:
-                self._fall_back(
-                    f"the loss reads a tensor's value in Python at {where}, which a graph would freeze", loud
+                with ValueReads() as reads:
+                    self.loss(*args, **kwargs)
+            if reads.first is not None:
+                why = (
+                    f"the loss reads a tensor's value in Python at {reads.first}, which a graph would freeze"
                 )
-                return None
+                return self._fall_back(why, loud)
             graph, why = record_loss(loss_of, inputs, len(params), compiling)
             if graph is None and compiling:
                 warnings.warn(
@@ -185,24 +179,11 @@ class RecordedLoss:
                 )
                 graph, why = record_loss(loss_of, inputs, len(params), False)
             if graph is None:
-                self._fall_back(why, loud)
-                return None
-            exact = self._draws_as_eager(graph, inputs, lambda: self.loss(*args, **kwargs), loud)
-        return graph if exact else None
-
-    def _draws_as_eager(self, graph: Callable, inputs: tuple, eager: Callable, loud: bool) -> bool:
-        """Whether the graph, from the eager loss's random state, gives its value and leaves the
-        generator where it does (a draw whose value is unused, dropped by the recorder, would not)."""
-        device = inputs[0].device
-        start = torch_rng(device)
-        with torch.no_grad():
-            expected, after = eager(), torch_rng(device)
-            set_torch_rng(start, device)
-            value = graph(*inputs)
-        now = torch_rng(device)
-        if same(value.detach(), expected.detach()) and all(
-            a is b or torch.equal(a, b) for a, b in zip(after, now, strict=True)
-        ):
-            return True
-        self._fall_back("the graph draws other random numbers than the loss run eagerly", loud)
-        return False
+                return self._fall_back(why, loud)
+            with torch.no_grad():  # from the eager loss's random state: its value, its draws
+                expected, value, same_draws = side_by_side(
+                    lambda: self.loss(*args, **kwargs), lambda: graph(*inputs), device
+                )
+        if same_draws and same(value, expected):
+            return graph
+        return self._fall_back("the graph draws other random numbers than the loss run eagerly", loud)

@@ -1,10 +1,6 @@
-r"""The losses' graph in plain ``pyro.infer.SVI``: ``DropoutELBO(graph=...)``, ``BBAlpha(..., graph=...)``.
-
-The first step runs eagerly and learns the parameters' names; later steps run the recorded graph
-(:class:`~pyro_dropout.infer.recorded.graph.RecordedLoss`) on the parameters read by ``pyro.param``,
-so that ``SVI`` steps them as usual. By default each input shape first runs eagerly for
-:data:`~pyro_dropout.infer.recorded.graph.WARM_UP` steps, never compiles, and runs eagerly without a
-word where a graph cannot be exact.
+r"""The losses' graph in plain ``pyro.infer.SVI`` (``DropoutELBO(graph=...)``, ``BBAlpha(..., graph=...)``):
+the first step runs eagerly and learns the parameters' names; later steps run the recorded graph on
+the parameters ``pyro.param`` reads, so that ``SVI`` steps them as usual.
 """
 
 from __future__ import annotations

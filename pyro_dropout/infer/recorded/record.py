@@ -1,13 +1,8 @@
-r"""A loss recorded once as a graph of ATen operations (``make_fx`` on the real tensors), and compiled.
-
-Pyro's handlers, the guide, the model and the KL run once as Python; the graph keeps their tensor
-operations. What reads no input and draws nothing is computed once (:func:`fold_constants`, on
-torch.fx's public graph API); random draws stay operations, drawing fresh masks from the eager
-loss's generator calls. ``"record"``: the loss's graph, run under autograd. ``"compile"``: the loss
-*and* its gradient recorded as one graph and compiled by :func:`torch.compile` (Inductor, PyTorch's
-own random calls: ``fallback_random``); the gradient is handed to ``backward()`` (so the loss
-cannot be differentiated twice). A first compile takes seconds; Inductor caches its kernels on
-disk (``TORCHINDUCTOR_CACHE_DIR``) for later processes.
+r"""A function recorded once as a graph of ATen operations (``make_fx`` on the real tensors), and
+compiled: what reads no input and draws nothing computed once (:func:`fold_constants`), random draws
+kept as operations. ``compile``: the loss *and* its gradient as one graph compiled by Inductor
+(PyTorch's own random calls), the gradient handed to ``backward()``; kernels cached on disk
+(``TORCHINDUCTOR_CACHE_DIR``).
 """
 
 from __future__ import annotations
@@ -126,18 +121,23 @@ class _LossWithGradient(torch.autograd.Function):
 
 
 def record_loss(
-    fn: Callable[..., torch.Tensor], inputs: tuple[torch.Tensor, ...], num_params: int, compile: bool
-) -> tuple[Callable[..., torch.Tensor] | None, str]:
+    fn: Callable[..., Any],
+    inputs: tuple[torch.Tensor, ...],
+    num_params: int,
+    compile: bool,
+    detaches: bool = False,
+) -> tuple[Callable[..., Any] | None, str]:
     """``fn`` recorded on ``inputs`` (the first ``num_params`` the parameters), compiled where
-    ``compile``, its first call made; ``(None, why)`` where recording or compiling fails. Run it
-    under a forked random state: recording and the first call draw masks."""
+    ``compile``, its first call made; ``(None, why)`` where recording or compiling fails
+    (``detaches``: see :func:`fold_constants`). Run it under a forked random state: recording and
+    the first call draw."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
     live = [t.requires_grad for t in inputs[:num_params]]
     differentiable = compile and any(live)
     target = _with_gradient(fn, live) if differentiable else fn
     try:
-        graph = fold_constants(make_fx(target, tracing_mode="real")(*inputs))
+        graph = fold_constants(make_fx(target, tracing_mode="real")(*inputs), detaches)
     except Exception as error:  # Python the recorder cannot follow
         return None, f"recording the loss failed ({type(error).__name__}: {_first_line(error)})"
     run: Callable[..., Any] = graph

@@ -1,10 +1,5 @@
-r"""The Python values of a model and a guide that a recorded graph would freeze: part of its key.
-
-:func:`python_state` gathers the Python attributes of the model's and guide's modules (numbers,
-flags, tensors by identity and in-place version, buffers, Pyro priors); a change records anew.
-Values outside the modules (globals, closures) are found by the spot checks
-(:mod:`~pyro_dropout.infer.recorded.checks`), or recorded again at once by ``retrace()``.
-"""
+r"""The Python values of a model and a guide that a recorded graph would freeze: part of its key
+(values outside the modules, such as globals, are found by :mod:`~.checks`' spot checks)."""
 
 from __future__ import annotations
 
@@ -21,9 +16,14 @@ from ...nn.adapt import module_inside
 __all__ = ["StateWatch", "changed_attribute", "python_state"]
 
 _PLAIN = frozenset({bool, int, float, str, type(None)})
-# what every module holds for PyTorch and Pyro (hooks, children, parameters, the Pyro context):
-# not values of the model; buffers and Pyro priors are read on their own
-_INTERNAL = frozenset(vars(torch.nn.Module())) | {"_pyro_context", "_pyro_name", "_pyro_params"}
+# what every module holds for PyTorch and Pyro (hooks, children, parameters, the Pyro context) but
+# its mode (``training``, which F.dropout may read): not values of the model; buffers and Pyro priors
+# are read on their own
+_INTERNAL = (frozenset(vars(torch.nn.Module())) - {"training"}) | {
+    "_pyro_context",
+    "_pyro_name",
+    "_pyro_params",
+}
 
 
 def _value_key(value: Any) -> Hashable | None:
@@ -37,23 +37,10 @@ def _value_key(value: Any) -> Hashable | None:
     return None  # an object the trace does not read as a value (or cannot be seen into)
 
 
-_WATCHED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # module -> (len(vars), names)
-
-
-def _watched(module: torch.nn.Module, attributes: dict) -> tuple[str, ...]:
-    """The names of ``module``'s own attributes (not PyTorch's or Pyro's bookkeeping), found
-    again when their number changes."""
-    cached = _WATCHED.get(module)
-    if cached is None or cached[0] != len(attributes):
-        cached = (len(attributes), tuple(n for n in attributes if n not in _INTERNAL))
-        _WATCHED[module] = cached
-    return cached[1]
-
-
 def _module_state(prefix: str, module: torch.nn.Module, state: list) -> None:
     attributes = vars(module)
-    for name in _watched(module, attributes):
-        key = _value_key(attributes[name])
+    for name, value in attributes.items():
+        key = None if name in _INTERNAL else _value_key(value)
         if key is not None:
             state.append((prefix + name, key))
     for table in (attributes["_buffers"], attributes.get("_pyro_samples") or {}):
