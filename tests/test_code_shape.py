@@ -1,7 +1,7 @@
 """The packages keep their shape: files under 300 lines, functions under 50, no private name
 imported across modules (in the packages or their tests), imports pointing down the library's
-layers (docs/design.md), the reproductions importing the library through its faces only, and no
-circle in either package's import graph."""
+layers (docs/design.md), the reproductions importing the library through its faces only, no
+circle in either package's import graph, and the one fast path within its line budget."""
 
 import ast
 from pathlib import Path
@@ -171,3 +171,22 @@ def test_importing_the_library_loads_no_experiment():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
+
+
+# the one fast path of docs/design.md: recorder, keys, checks, the losses' graph, CompiledSVI, the
+# closed-form KL and prediction's recorded chunks
+FAST_PATH = [
+    *sorted((PACKAGE / "infer" / "recorded").glob("*.py")),
+    PACKAGE / "infer" / "compiled_svi.py",
+    PACKAGE / "infer" / "penalty.py",
+    PACKAGE / "prediction" / "recorded.py",
+]
+
+
+def test_the_fast_path_stays_within_its_budget_and_uses_no_torchscript():
+    """At most 1,000 lines in all (docs/design.md states the count), and nothing in the package
+    uses TorchScript or PyTorch's private C API."""
+    assert sum(len(p.read_text().splitlines()) for p in FAST_PATH) <= 1000
+    for path in _sources(PACKAGE):
+        text = path.read_text()
+        assert "torch.jit" not in text and "torch._C" not in text and "_jit_pass" not in text, path

@@ -8,7 +8,7 @@ from .compiled_svi import CompiledSVI
 from .divergence import DivergenceError
 from .elbo import DropoutELBO
 from .joint_optim import JointOptim
-from .recorded.loss import GraphLoss
+from .recorded.graph import GraphLoss
 from .saved import load_param_store, safe_load
 
 __all__ = [

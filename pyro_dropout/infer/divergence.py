@@ -5,14 +5,15 @@ that overflowed on its own), instead of training on NaN parameters."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, cast
 
 import torch
+from pyro.infer.util import is_validation_enabled
 
-from .input_checks import has_non_finite, named_inputs
+from .input_checks import check_finite_inputs, has_non_finite, named_inputs
 
-__all__ = ["DivergenceError", "all_finite", "check_gradients", "check_loss", "diagnose"]
+__all__ = ["DivergenceError", "all_finite", "backward_checked", "check_gradients", "check_loss", "diagnose"]
 
 _FUSED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
@@ -104,3 +105,26 @@ def check_gradients(
         shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
         why = diagnose(args, kwargs, [])
         raise DivergenceError(f"{where}: the gradient is not finite for {shown}; {why}")
+
+
+def backward_checked(
+    loss: torch.Tensor,
+    where: str,
+    args: tuple,
+    kwargs: dict,
+    params: Callable[[], Iterable[tuple[str, torch.Tensor]]],
+    check_finite: bool,
+    retain_graph: bool | None = None,
+) -> float:
+    """``loss.backward()`` and the loss's value; with ``check_finite``, a loss that is not finite
+    raises before any gradient reaches the parameters (an input holding NaN or inf named as its
+    cause), and, under Pyro's validation, so does a gradient that is not (:func:`check_gradients`)."""
+    value = float(loss.detach())
+    if check_finite and not math.isfinite(value):
+        check_finite_inputs(args, kwargs)  # free while the loss is finite
+        check_loss(value, where, args, kwargs, params())
+    if loss.requires_grad:
+        loss.backward(retain_graph=retain_graph)
+        if check_finite and is_validation_enabled():
+            check_gradients(where, params(), args, kwargs)
+    return value

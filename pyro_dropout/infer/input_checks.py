@@ -8,9 +8,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
+from pyro.optim import PyroOptim
+from pyro.optim.lr_scheduler import PyroLRScheduler
 
 __all__ = [
     "GRAPHS",
+    "check_compiled_svi",
     "check_finite_inputs",
     "check_graph",
     "check_not_empty",
@@ -96,3 +99,23 @@ def refuse_jit(kwargs: dict, owner: str) -> None:
                 f"{owner}: {old}= was replaced by graph= ('record', 'compile' or 'eager'; TorchScript is "
                 f"no longer used): {old}=False is graph='eager', {old}='compile' is graph='compile'"
             )
+
+
+def check_compiled_svi(optim: Any, loss: Any, kwargs: dict) -> None:
+    """``CompiledSVI``'s optimizer, loss and other arguments checked: a clear error for each kind
+    it cannot take."""
+    refuse_jit(kwargs, "CompiledSVI")
+    if isinstance(optim, PyroLRScheduler):
+        raise ValueError(
+            f"CompiledSVI does not step a learning-rate scheduler ({type(optim).__name__} of "
+            f"{optim.pt_scheduler_constructor.__name__}): use pyro.infer.SVI, or a fixed lr"
+        )
+    if not isinstance(optim, PyroOptim) or not hasattr(optim, "pt_optim_constructor"):
+        raise ValueError(
+            "CompiledSVI needs a pyro.optim optimizer such as pyro.optim.Adam({...}); "
+            f"got {type(optim).__name__} (learning-rate schedulers: use pyro.infer.SVI)"
+        )
+    if not hasattr(loss, "differentiable_loss"):
+        raise ValueError(
+            f"CompiledSVI: the loss needs a differentiable_loss method; got {type(loss).__name__}"
+        )

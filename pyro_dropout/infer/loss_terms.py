@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import pyro
 import torch
@@ -20,12 +20,12 @@ from torch.distributions import kl_divergence
 from ..distributions import MaskedWeight, base_prior
 from .batched_errors import explain_batched_failure
 from .batching_check import describe_mismatch, particles_mismatch, signature
-from .divergence import check_gradients, check_loss
+from .divergence import backward_checked
 from .input_checks import check_finite_inputs, checking_inside, has_non_finite
 from .likelihood_checks import check_likelihood_site, check_targets
 from .penalty import closed_form_kl
 from .per_example import MeanWeights, replay_per_example
-from .recorded.loss import GraphLoss
+from .recorded.graph import GraphLoss
 
 MAX_GRAPH_LOSSES = 4  # the (model, guide) pairs whose recorded losses one loss object keeps
 
@@ -221,14 +221,9 @@ class DropoutTraceMixin:
             loss = losses[(model, guide)](args, kwargs)
         else:
             loss = self.differentiable_loss(model, guide, *args, **kwargs)
-        if self.check_finite:
-            check_loss(float(loss.detach()), type(self).__name__, args, kwargs, _parameters(model, guide))
-        if loss.requires_grad:
-            loss.backward(retain_graph=self.retain_graph)
-            if self.check_finite and is_validation_enabled():  # a finite loss, but the update would not be
-                check_gradients(type(self).__name__, _parameters(model, guide), args, kwargs)
-        value = torch_item(loss)
-        warn_if_nan(value, "loss")
+        where, params = type(self).__name__, lambda: _parameters(model, guide)
+        value = backward_checked(loss, where, args, kwargs, params, self.check_finite, self.retain_graph)
+        warn_if_nan(cast(Any, value), "loss")
         return value
 
     def __getstate__(self) -> dict:

@@ -1,20 +1,9 @@
-r"""The dropout KL of every weight and bias in closed form, once a step: one expression over the
-variational means.
-
-For a site of the dropout family :math:`q` (mean :math:`M`, a fixed drop rate :math:`p`, :math:`K`
-dropped units, :math:`n` weights) under a prior :math:`\mathcal N(0, s^2)` the same for all its
-weights (quantised with cell :math:`\delta`, or not), the KL of
-:mod:`pyro_dropout.distributions.kl` is
-
-$$
-\mathrm{KL}_s = \frac{\lVert M\rVert^2}{2 s^2 (1-p)} + n\big(\log s + \tfrac12 \log 2\pi - \log\delta\big)
-- K\,\mathcal H(p),
-$$
-
-so over the sites it is :math:`\sum_s c_s \lVert M_s\rVert^2 + C`. :func:`closed_form_kl` takes the
-sites it covers (one prior mean and scale per site, a fixed rate, no scale or mask, the same means
-for every particle) and leaves the others to ``kl_divergence``, which stays registered. It equals
-the per-site KL to float rounding (``tests/infer/test_penalty.py``).
+r"""The dropout KL of every weight and bias in closed form, once a step: over the sites,
+:math:`\sum_s c_s \lVert M_s\rVert^2 + C` for zero prior means, one term more in :math:`\sum M_s` per site
+for others (the per-site KL of docs/maths.md, "KL divergence", summed).
+:func:`closed_form_kl` takes the sites it covers (one prior mean and scale per site, a fixed rate, no
+scale or mask, the same means for every particle) and leaves the others to ``kl_divergence``, which
+stays registered; it equals the per-site KL to float rounding (``tests/infer/test_penalty.py``).
 """
 
 from __future__ import annotations
@@ -45,9 +34,8 @@ def _terms(q: Any, prior: Any, site: Any) -> tuple[Any, ...] | None:
     :math:`\text{copies}\,\big[(\lVert M\rVert^2/(1-p) - 2\mu\textstyle\sum M + n\mu^2)/(2s^2) + n\log s
     \big] + \text{constant}`, or None where the closed form does not cover it. No tensor's value
     is read: a recorded graph keeps these as its operations (and computes those of the prior once)."""
-    if not isinstance(q, MaskedWeight) or isinstance(q.p, torch.Tensor) or site["mask"] is not None:
-        return None
-    if not isinstance(site["scale"], int | float) or site["scale"] != 1.0:
+    plain = isinstance(site["scale"], int | float) and site["scale"] == 1.0 and site["mask"] is None
+    if not (plain and isinstance(q, MaskedWeight) and not isinstance(q.p, torch.Tensor)):
         return None
     base, reinterpreted = prior, 0
     while isinstance(base, Independent):
@@ -73,13 +61,8 @@ def _terms(q: Any, prior: Any, site: Any) -> tuple[Any, ...] | None:
 def closed_form_kl(pairs: list[tuple[Any, Any, Any]]) -> tuple[torch.Tensor | None, list[int]]:
     """The KL of the sites of ``pairs`` (``(q, prior, guide site)``) the closed form covers, as one
     expression, and the indices of the pairs it leaves."""
-    found, left = [], []
-    for index, (q, prior, site) in enumerate(pairs):
-        terms = _terms(q, prior, site)
-        if terms is None:
-            left.append(index)
-        else:
-            found.append(terms)
+    terms = [_terms(*pair) for pair in pairs]
+    found, left = [t for t in terms if t is not None], [i for i, t in enumerate(terms) if t is None]
     if not found:
         return None, left
     means = [f[0] for f in found]

@@ -13,14 +13,27 @@ __all__ = ["Resumable"]
 
 
 class Resumable:
-    """``state_dict`` / ``load_state_dict`` for an SVI object with ``_names``, ``_params`` (None
-    before the first step), ``_optimizer`` and ``_pending`` (a state to load once the parameters
-    exist)."""
+    """``state_dict`` / ``load_state_dict`` / ``setup`` for an SVI object with ``_names``,
+    ``_params`` (None before the first step), ``_optimizer``, ``_pending`` (a state to load once the
+    parameters exist) and ``_setup(args, kwargs)``, which creates the parameters and the optimizer."""
 
     _names: list[str]
     _params: list[torch.Tensor] | None
     _optimizer: torch.optim.Optimizer | None
     _pending: dict[str, Any] | None
+
+    def _setup(self, args: tuple, kwargs: dict) -> None:
+        raise NotImplementedError
+
+    def setup(self, *args: Any, **kwargs: Any) -> None:
+        """Create the parameters and the optimizer, as the first :meth:`step` does, without a
+        step (arguments as for ``step``; only their shapes matter); then load a state given
+        to :meth:`load_state_dict` before. Later calls do nothing."""
+        if self._optimizer is None:
+            self._setup(args, kwargs)
+        if self._pending is not None:
+            state, self._pending = self._pending, None
+            self._load(state)
 
     def state_dict(self) -> dict[str, Any]:
         """The state of training after the steps so far: every parameter (unconstrained), the

@@ -1,13 +1,10 @@
 r"""A chunk of draws recorded once and replayed: prediction on the one fast path (docs/design.md).
 
-An eager chunk costs a few milliseconds of Pyro's Python whatever its size, so :class:`ChunkGraphs`
-records a chunk's pass (the guide's draws, the model, the outputs kept) with ``make_fx`` per chunk
-size, input shape and state of the model and guide, and replays it: each chunk draws fresh masks
-from the eager chunk's generator calls. A graph is kept only where, from an eager chunk's random
-state, it gives that chunk's outputs and generator state, and the chunk reads no tensor's value.
-The first chunk of every call runs eagerly beside it (a global or closure changed between calls is
-found there; within :func:`~.predict` no code of the caller runs between chunks); in a stream of
-:func:`~.predict_chunks`, every 64th as well. A graph that differs is dropped: eager from there.
+An eager chunk costs milliseconds of Pyro's Python whatever its size, so :class:`ChunkGraphs`
+records a chunk's pass (the guide's draws, the model, the outputs kept) per chunk size, input shape
+and state, and replays it: fresh masks from the eager chunk's generator calls. A graph is kept only
+where it gives an eager chunk's outputs and draws; the first chunk of each call runs eagerly beside
+it (in a stream of :func:`~.predict_chunks`, every 64th too), and a graph that differs is dropped.
 """
 
 from __future__ import annotations
@@ -20,9 +17,8 @@ import pyro
 import torch
 
 from ..infer.recorded.checks import ValueReads, same, set_torch_rng, side_by_side, torch_rng
-from ..infer.recorded.graph import TensorSlots, call_key
 from ..infer.recorded.record import record_loss
-from ..infer.recorded.state import StateWatch
+from ..infer.recorded.state import StateWatch, call_key, tensors_of, with_tensors
 from .chunks import ChunkRunner
 from .collect import Outputs
 from .draw_cost import per_draw_bytes
@@ -38,10 +34,7 @@ _KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def chunk_graphs(guide: Any, model: Any) -> ChunkGraphs | None:
     """The recorded chunks kept with ``guide`` (None for a guide that cannot hold them)."""
     try:
-        graphs = _KEPT.get(guide)
-        if graphs is None:
-            graphs = _KEPT[guide] = ChunkGraphs(StateWatch(model, guide))
-        return graphs
+        return _KEPT.get(guide) or _KEPT.setdefault(guide, ChunkGraphs(StateWatch(model, guide)))
     except TypeError:  # not weakly referable
         return None
 
@@ -63,8 +56,7 @@ class ChunkGraphs:
     def __init__(self, watch: StateWatch) -> None:
         self.watch = watch
         self.now: Hashable = None
-        self.graphs: dict[Hashable, tuple[Callable, tuple]] = {}
-        self.calls: dict[Hashable, int] = {}
+        self.graphs: dict[Hashable, list] = {}  # a key's graph, its outputs' names and its calls
         self.eager: set[Hashable] = set()
         self.widths: dict[Hashable, int | None] = {}
 
@@ -81,7 +73,6 @@ class ChunkGraphs:
         if now != self.now:
             self.now = now
             self.graphs.clear()
-            self.calls.clear()
             self.eager.clear()
             self.widths.clear()
         return size, call_key(args, kwargs)
@@ -104,13 +95,13 @@ class ChunkGraphs:
         key = self._key(size, args, kwargs)
         if key in self.eager or (key not in self.graphs and count < RECORD_FROM):
             return run(args, kwargs, meta)
-        slots = TensorSlots(args, kwargs)
-        tensors = slots.tensors(args, kwargs)
+        tensors = tensors_of(args, kwargs)
         device = tensors[0].device if tensors else torch.device("cpu")
         if key not in self.graphs:
-            return self._record(key, args, kwargs, slots, run, meta, device)
-        graph, names = self.graphs[key]
-        calls = self.calls[key] = self.calls[key] + 1
+            return self._record(key, args, kwargs, run, meta, device)
+        kept = self.graphs[key]
+        graph, names, calls = kept[0], kept[1], kept[2] + 1
+        kept[2] = calls
         if not first and (not streamed or calls % CHECK_EVERY):
             return dict(zip(names, graph(*tensors), strict=True))
         replayed, expected, same_draws = side_by_side(
@@ -121,17 +112,15 @@ class ChunkGraphs:
             self.eager.add(key)
         return expected
 
-    def _record(
-        self, key: Hashable, args: tuple, kwargs: dict, slots: TensorSlots, run: Run, meta: Any, device: Any
-    ) -> Outputs:
+    def _record(self, key: Hashable, args: tuple, kwargs: dict, run: Run, meta: Any, device: Any) -> Outputs:
         """The eager chunk; and its graph kept where, from the chunk's random state, it gives the
         chunk's outputs and draws, and the chunk reads no tensor's value."""
-        tensors, start = slots.tensors(args, kwargs), torch_rng(device)
+        tensors, start = tensors_of(args, kwargs), torch_rng(device)
         with ValueReads() as reads, pyro.validation_enabled(False):  # validation reads values
             names = tuple(run(args, kwargs, Predictions()))  # a scratch description of the sites
 
         def chunk(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
-            outputs = run(*slots.put(args, kwargs, tensors), Predictions())
+            outputs = run(*with_tensors(args, kwargs, tensors), Predictions())
             return tuple(outputs[n] for n in names)
 
         set_torch_rng(start, device)
@@ -148,7 +137,7 @@ class ChunkGraphs:
             lambda: dict(zip(names, graph(*tensors), strict=True)), lambda: run(args, kwargs, meta), device
         )
         if same_draws and _agree(replayed, expected):
-            self.graphs[key], self.calls[key] = (graph, names), 1
+            self.graphs[key] = [graph, names, 1]
         else:
             self.eager.add(key)
         return expected  # as the user has Pyro's validation

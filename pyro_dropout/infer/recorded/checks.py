@@ -1,12 +1,8 @@
-r"""What a recorded graph cannot see, found by its effect (docs/design.md, "One fast path").
-
-:class:`ValueReads` finds a read of a tensor's value in Python (``if x.mean() > 0:``, ``t.item()``),
-whose branch a graph would freeze. :class:`SpotChecks` finds a changed global, closure or Python
-random number: at a graph's calls 1, 2, 4, ..., 32 and then every :data:`CHECK_EVERY`\ th, the loss
-also runs eagerly from the random state the graph started from (the same masks), and its value,
-gradient and generator state must be the graph's; a stale graph trains at most ``CHECK_EVERY - 1``
-steps.
-"""
+r"""What a recorded graph cannot see, found by its effect (docs/design.md, "One fast path"):
+:class:`ValueReads`, a read of a tensor's value in Python, whose branch a graph would freeze;
+:class:`SpotChecks`, a changed global or closure, by the eager loss from the graph's random state at
+its calls 1, 2, 4, ..., 32 and then every :data:`CHECK_EVERY`\ th (a stale graph trains at most
+``CHECK_EVERY - 1`` steps)."""
 
 from __future__ import annotations
 
@@ -76,14 +72,11 @@ def _gradients(value: torch.Tensor, params: tuple[torch.Tensor, ...]) -> list[to
 
 
 class SpotChecks:
-    """When the next check is due, and the check itself (``stale`` is why the last check failed)."""
+    """When the next check is due, and the check itself (``stale`` is why the last check failed);
+    made anew for each new recording."""
 
     def __init__(self) -> None:
         self.calls, self.due, self.stale = 0, 1, ""
-
-    def restart(self) -> None:
-        """After a new recording: check it from its first calls again."""
-        self.calls, self.due = 0, 1
 
     def run(self, graph: Callable, inputs: tuple, num_params: int, eager: Callable) -> torch.Tensor:
         """``graph(*inputs)``; at a due call also ``eager()`` from the same random state, compared

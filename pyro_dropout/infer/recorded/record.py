@@ -8,6 +8,7 @@ kept as operations. ``compile``: the loss *and* its gradient as one graph compil
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any, cast
 
 import torch
@@ -139,23 +140,19 @@ def record_loss(
     try:
         graph = fold_constants(make_fx(target, tracing_mode="real")(*inputs), detaches)
     except Exception as error:  # Python the recorder cannot follow
-        return None, f"recording the loss failed ({type(error).__name__}: {_first_line(error)})"
+        return None, f"recording the loss failed ({_first_line(error)})"
     run: Callable[..., Any] = graph
     if compile:
-        compiled = torch.compile(graph, dynamic=False, fullgraph=True, options={"fallback_random": True})
-        run = compiled
+        run = torch.compile(graph, dynamic=False, fullgraph=True, options={"fallback_random": True})
         if differentiable:
-
-            def run(*tensors: torch.Tensor) -> torch.Tensor:
-                return cast(torch.Tensor, _LossWithGradient.apply(compiled, num_params, *tensors))
+            run = partial(_LossWithGradient.apply, run, num_params)
 
     try:  # the first call compiles, in the grad mode of the calls after it
         run(*inputs)
     except Exception as error:  # no compiler, an operation Inductor cannot lower, ...
-        return None, f"torch.compile failed ({type(error).__name__}: {_first_line(error)})"
+        return None, f"torch.compile failed ({_first_line(error)})"
     return run, ""
 
 
 def _first_line(error: Exception) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0][:200] if text else "no message"
+    return f"{type(error).__name__}: {(str(error).strip() or 'no message').splitlines()[0][:200]}"

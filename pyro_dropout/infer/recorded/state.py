@@ -1,5 +1,7 @@
-r"""The Python values of a model and a guide that a recorded graph would freeze: part of its key
-(values outside the modules, such as globals, are found by :mod:`~.checks`' spot checks)."""
+r"""What a recorded graph's key holds: the call's arguments (:func:`call_key`: tensors by shape,
+dtype and device, other values as they are) and the Python values of the model's and guide's modules
+that a graph would freeze (:class:`StateWatch`). Values outside the modules, such as globals, are
+found by :mod:`~.checks`' spot checks."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import torch
 
 from ...nn.adapt import module_inside
 
-__all__ = ["StateWatch", "changed_attribute", "python_state"]
+__all__ = ["StateWatch", "call_key", "changed_attribute", "python_state", "tensors_of", "with_tensors"]
 
 _PLAIN = frozenset({bool, int, float, str, type(None)})
 # what every module holds for PyTorch and Pyro (hooks, children, parameters, the Pyro context) but
@@ -24,6 +26,36 @@ _INTERNAL = (frozenset(vars(torch.nn.Module())) - {"training"}) | {
     "_pyro_name",
     "_pyro_params",
 }
+
+
+def _static(value: Any) -> Hashable:
+    if isinstance(value, torch.Tensor):
+        return ("tensor", tuple(value.shape), value.dtype, value.device)
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return ("id", id(value))
+
+
+def call_key(args: tuple, kwargs: dict) -> Hashable:
+    """What a graph of a call depends on: its tensors' shapes, dtypes and devices, other values."""
+    return tuple(map(_static, args)), tuple(sorted((k, _static(v)) for k, v in kwargs.items()))
+
+
+def tensors_of(args: tuple, kwargs: dict) -> tuple[torch.Tensor, ...]:
+    """The tensors among a call's arguments, in order: a graph's inputs."""
+    return tuple(a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor))
+
+
+def with_tensors(args: tuple, kwargs: dict, tensors: tuple) -> tuple[tuple, dict]:
+    """The call's arguments with ``tensors`` put in place of its own (:func:`tensors_of`'s order)."""
+    given = iter(tensors)
+
+    def swap(value: Any) -> Any:
+        return next(given) if isinstance(value, torch.Tensor) else value
+
+    return tuple(map(swap, args)), {k: swap(v) for k, v in kwargs.items()}
 
 
 def _value_key(value: Any) -> Hashable | None:
@@ -94,10 +126,9 @@ class StateWatch:
             return False
         return (
             tuple(map(len, self._attributes)) == self._sizes
-            and tuple(map(len, tables)) == self._table_sizes
+            and tuple(chain.from_iterable(tables)) == self._table_keys  # the same names, in order
             and all(map(operator.is_, now, self._held))
             and all(map(operator.is_, chain.from_iterable(map(dict.values, tables)), self._table_values))
-            and all(map(operator.is_, chain.from_iterable(tables), self._table_keys))
             and tuple(map(_VERSION, self._tensors)) == self._versions
             and all(_value_key(owner[name]) == key for owner, name, key in self._lists)
         )
@@ -112,7 +143,6 @@ class StateWatch:
             for a in attributes
         )
         self._sizes = tuple(map(len, attributes))
-        self._table_sizes = tuple(map(len, self._tables))
         self._held = tuple(chain.from_iterable(map(_CALL, self._getters, attributes)))
         self._table_values = tuple(chain.from_iterable(map(dict.values, self._tables)))
         self._table_keys = tuple(chain.from_iterable(self._tables))
@@ -129,9 +159,5 @@ class StateWatch:
 
 
 def changed_attribute(before: tuple, now: tuple) -> str:
-    """The first attribute whose value differs between two :func:`python_state`\\ s."""
-    old = dict(before)
-    for name, value in now:
-        if old.get(name, value) != value or name not in old:
-            return name
-    return next((name for name, _ in before if name not in dict(now)), "an attribute")
+    r"""The first name (in sorted order) whose value differs between two :func:`python_state`\ s."""
+    return min((name for name, _ in set(before) ^ set(now)), default="an attribute")
