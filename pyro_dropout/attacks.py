@@ -36,6 +36,7 @@ import torch
 from pyro import poutine
 
 from .infer.input_checks import has_non_finite
+from .ops import is_positive_int
 from .prediction.collect import DRAWS_PLATE, plate_nesting
 
 __all__ = ["fgs", "iterative_fgs", "predictive_log_probs"]
@@ -56,7 +57,7 @@ def _check_images(x: object, what: str) -> torch.Tensor:
 
 
 def _count(value: object, name: str, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not is_positive_int(value):
         raise ValueError(f"{what}: {name} must be a positive int, got {value!r}")
     return value
 

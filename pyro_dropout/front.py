@@ -15,7 +15,6 @@ bnn.fit(train_loader, epochs=1)                        # optional: refine by SVI
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Callable, Iterable
 from typing import Any, cast
 
@@ -31,6 +30,7 @@ from .guides.ownership import forget_on_collection
 from .infer import DropoutELBO
 from .metrics import aupr, auroc, evaluate, merge_reports, uncertainty_scores
 from .nn import dropout_off, from_module
+from .ops import is_positive_int, is_positive_number
 from .prediction import Predictions, predict
 
 __all__ = ["MCDropout"]
@@ -46,9 +46,9 @@ _TASKS = {
 
 
 def _check_fit(epochs: Any, lr: Any) -> None:
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+    if not is_positive_int(epochs):
         raise ValueError(f"MCDropout.fit: epochs must be a positive int, got {epochs!r}")
-    if isinstance(lr, bool) or not isinstance(lr, int | float) or not math.isfinite(lr) or lr <= 0:
+    if not is_positive_number(lr):
         raise ValueError(f"MCDropout.fit: lr must be a positive finite number, got {lr!r}")
 
 
@@ -89,7 +89,7 @@ class MCDropout:
             raise ValueError(
                 f"MCDropout: task must be one of {', '.join(_TASKS)} or a callable, got {task!r}"
             )
-        if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
+        if not is_positive_int(num_samples):
             raise ValueError(f"MCDropout: num_samples must be a positive int, got {num_samples!r}")
         self.task, self.num_samples = task, num_samples
         self.model = from_module(net, task if callable(task) else _TASKS[task], **kwargs)
@@ -136,7 +136,7 @@ class MCDropout:
         same whatever the batch size)."""
         _check_fit(epochs, lr)
         n = _data_size(loader) if num_data is None else num_data
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        if not is_positive_int(n):
             raise ValueError(
                 "MCDropout.fit: the data set's size is not known (a generator or an IterableDataset) "
                 f"or not a positive int ({n!r}): give num_data=, the examples in one epoch"

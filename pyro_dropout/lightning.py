@@ -37,6 +37,7 @@ import torch
 from pyro.poutine.messenger import Message, Messenger
 
 from .metrics import evaluate
+from .ops import is_positive_int
 from .prediction import predict
 
 try:
@@ -132,7 +133,7 @@ class SVIModule(lightning.LightningModule):
             raise ValueError(f"SVIModule: lr must be a positive number, got {lr!r}")
         _check_loss(loss)
         _check_optimizer(optimizer)
-        if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
+        if not is_positive_int(num_samples):
             raise ValueError(f"SVIModule: num_samples must be a positive int, got {num_samples!r}")
         self.model, self.guide, self.loss = model, guide, loss
         self.lr, self.num_data, self.num_samples = float(lr), num_data, num_samples

@@ -3,14 +3,27 @@ what a pass costs in memory: its largest tensor, and the CPU's caches it should 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import torch
 from torch.overrides import TorchFunctionMode
 
-__all__ = ["cache_bytes", "largest_tensor_bytes", "log_mean_exp"]
+__all__ = ["cache_bytes", "is_positive_int", "is_positive_number", "largest_tensor_bytes", "log_mean_exp"]
+
+
+def is_positive_int(value: Any) -> TypeGuard[int]:
+    """Whether ``value`` is an ``int`` of at least 1 (a bool, a float or a NumPy integer is not):
+    the check behind every "must be a positive int" error."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def is_positive_number(value: Any) -> TypeGuard[float]:
+    """Whether ``value`` is a finite ``int`` or ``float`` above 0 (a bool, NaN or inf is not): the
+    check behind every "must be a positive finite number" error."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < math.inf
 
 
 def log_mean_exp(x: torch.Tensor, dim: int = 0) -> torch.Tensor:

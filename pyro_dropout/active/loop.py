@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from ..metrics import acquisition_scores, batch_bald, check_acquisition
+from ..ops import is_positive_int
 from .pool import PoolDraws
 
 __all__ = ["ActiveLearner", "balanced_start"]
@@ -65,7 +66,7 @@ class ActiveLearner:
             raise ValueError(
                 "ActiveLearner: the pool's and the test set's inputs and labels must have one row each"
             )
-        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
+        if not is_positive_int(self.k):
             raise ValueError(f"ActiveLearner: k must be a positive int, got {self.k!r}")
         if self.acquisition != "batch_bald":
             check_acquisition(self.acquisition)

@@ -19,6 +19,7 @@ import pyro
 import torch
 
 from ..batches import batches
+from ..ops import is_positive_int
 from ..prediction import predict, predict_from_samples
 
 __all__ = ["PoolDraws", "pool_probs"]
@@ -93,9 +94,7 @@ def pool_probs(
     """``[T, N, C]``: the class probabilities of ``num_samples`` draws (seeded, kept for all rows)
     at every row of ``pool`` (a tensor, scored ``batch_size`` rows at a time, or a ``DataLoader``)."""
     if isinstance(pool, torch.Tensor):
-        if batch_size is not None and (
-            isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
-        ):
+        if batch_size is not None and not is_positive_int(batch_size):
             raise ValueError(f"pool_probs: batch_size must be a positive int, got {batch_size!r}")
         step = batch_size or len(pool)
         parts: Any = [(pool[i : i + step],) for i in range(0, len(pool), step)]

@@ -6,6 +6,7 @@ from typing import Any
 
 import torch
 
+from ..ops import is_positive_int
 from .gp import check_regression_data
 
 __all__ = ["fit_sparse_gp"]
@@ -38,7 +39,7 @@ def fit_sparse_gp(
 
     if not noise_floor > 0:
         raise ValueError(f"fit_sparse_gp: noise_floor must be positive, got {noise_floor!r}")
-    if isinstance(num_inducing, bool) or not isinstance(num_inducing, int) or num_inducing < 1:
+    if not is_positive_int(num_inducing):
         raise ValueError(f"fit_sparse_gp: num_inducing must be a positive int, got {num_inducing!r}")
     check_regression_data("fit_sparse_gp", x, y)
     x, y = x.double(), y.double()

@@ -9,6 +9,8 @@ import pyro.distributions as dist
 import torch
 from torch.distributions import Distribution
 
+from ..ops import is_positive_number
+
 __all__ = ["FixedNoiseNormal"]
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
@@ -32,7 +34,7 @@ class FixedNoiseNormal(dist.Normal):
     """
 
     def __init__(self, loc: torch.Tensor, scale: float, validate_args: bool | None = None) -> None:
-        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale < math.inf:
+        if not is_positive_number(scale):
             raise ValueError(f"FixedNoiseNormal: scale must be a positive finite float, got {scale!r}")
         self.fixed_scale = float(scale)
         self.loc = loc

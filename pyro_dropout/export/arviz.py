@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..ops import is_positive_int
 from ..prediction.predictive import Predictions, predict, predict_from_samples
 from ._arviz_compat import build
 
@@ -52,7 +53,7 @@ def from_samples(
     span more than about 88 nats, and ``loo`` returns NaN). Returns ``InferenceData``
     on arviz 0.x and a ``DataTree`` on arviz >= 1.
     """
-    if isinstance(chains, bool) or not isinstance(chains, int) or chains < 1:
+    if not is_positive_int(chains):
         raise ValueError(f"from_samples: chains must be a positive int, got {chains!r}")
     groups: dict[str, dict[str, np.ndarray]] = {}
     for group, draws in (

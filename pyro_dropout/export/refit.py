@@ -14,6 +14,7 @@ import torch
 from pyro.optim import PyroOptim
 
 from ..infer import CompiledSVI, DropoutELBO
+from ..ops import is_positive_int, is_positive_number
 from ..prediction.predictive import predict
 
 __all__ = ["Refit", "check_rows", "draws_log_likelihood", "fit_svi"]
@@ -79,10 +80,10 @@ class Refit:
         """Each setting checked where it enters, by name (before, ``lr=-1`` trained uphill to an
         elpd of -460,376 and ``steps=0`` scored untrained fits)."""
         for name, value in (("steps", self.steps), ("num_samples", self.draws)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if not is_positive_int(value):
                 raise ValueError(f"{self.who}: {name} must be a positive int, got {value!r}")
         lr = self.lr
-        if isinstance(lr, bool) or not isinstance(lr, int | float) or not math.isfinite(lr) or lr <= 0:
+        if not is_positive_number(lr):
             raise ValueError(f"{self.who}: lr must be a positive finite number, got {lr!r}")
         if isinstance(self.loss, type):
             raise TypeError(

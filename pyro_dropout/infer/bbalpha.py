@@ -2,7 +2,6 @@ r"""``BBAlpha``: the reparameterised black-box α-divergence energy of Li & Gal 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -10,7 +9,7 @@ import torch
 from pyro.infer import ELBO
 from pyro.poutine.trace_struct import Trace
 
-from ..ops import log_mean_exp
+from ..ops import is_positive_int, is_positive_number, log_mean_exp
 from .input_checks import check_finite_inputs, check_graph, check_not_empty, refuse_jit
 from .loss_terms import (
     PARTICLE_PLATE,
@@ -105,11 +104,9 @@ class BBAlpha(DropoutTraceMixin, ELBO):
         **kwargs: Any,
     ) -> None:
         refuse_jit(kwargs, "BBAlpha")
-        if isinstance(alpha, bool) or not (
-            isinstance(alpha, int | float) and math.isfinite(alpha) and alpha > 0
-        ):
+        if not is_positive_number(alpha):
             raise ValueError(f"BBAlpha: alpha must be a positive finite number, got {alpha!r}")
-        if isinstance(num_particles, bool) or not (isinstance(num_particles, int) and num_particles >= 1):
+        if not is_positive_int(num_particles):
             raise ValueError(f"BBAlpha: num_particles must be a positive int, got {num_particles!r}")
         super().__init__(
             num_particles=num_particles,

@@ -9,6 +9,7 @@ import torch
 from pyro.infer import TraceMeanField_ELBO
 from pyro.poutine.trace_struct import Trace
 
+from ..ops import is_positive_int
 from .input_checks import check_finite_inputs, check_graph, check_not_empty, refuse_jit
 from .loss_terms import DropoutTraceMixin, latent_penalty, likelihood_sites, sum_terms
 
@@ -80,7 +81,7 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
         **kwargs: Any,
     ) -> None:
         refuse_jit(kwargs, "DropoutELBO")
-        if isinstance(num_particles, bool) or not (isinstance(num_particles, int) and num_particles >= 1):
+        if not is_positive_int(num_particles):
             raise ValueError(f"DropoutELBO: num_particles must be a positive int, got {num_particles!r}")
         super().__init__(
             num_particles=num_particles,

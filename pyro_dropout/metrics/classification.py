@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..ops import is_positive_int
 from ._checks import check_probs, labels_for
 
 __all__ = [
@@ -106,8 +107,8 @@ def reliability_diagram(probs: object, labels: object, n_bins: int = 15) -> Reli
 
     Bins are :math:`(k/B, (k+1)/B]` (the first also holds 0), ``B = n_bins``.
     """
-    if not (isinstance(n_bins, int) and n_bins >= 1):
-        raise ValueError(f"n_bins must be a positive int, got {n_bins!r}")
+    if not is_positive_int(n_bins):
+        raise ValueError(f"reliability_diagram: n_bins must be a positive int, got {n_bins!r}")
     mean = _mean_probs(probs).double()
     y = labels_for(labels, mean)
     confidence, predicted = mean.max(-1)

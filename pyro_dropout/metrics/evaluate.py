@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from ..infer.divergence import DivergenceError, diagnose
+from ..ops import is_positive_int
 from ..prediction.draws import Predictions
 from ..prediction.predictive import predict_chunks, predict_standard
 from .classification import brier_score, reliability_diagram
@@ -146,12 +147,12 @@ def evaluate(
         report = evaluate(model, guide, x_test, y_test)
         print(report)            # RMSE, test LL, CRPS, coverage ... or accuracy, NLL, ECE ...
     """
-    if isinstance(num_samples, bool) or not (isinstance(num_samples, int) and num_samples >= 1):
+    if not is_positive_int(num_samples):
         raise ValueError(f"evaluate: num_samples must be a positive int, got {num_samples!r}")
     chunk = num_samples if chunk_size is None else chunk_size
-    if isinstance(chunk, bool) or not (isinstance(chunk, int) and chunk >= 1):
+    if not is_positive_int(chunk):
         raise ValueError(f"evaluate: chunk_size must be a positive int or None, got {chunk_size!r}")
-    if isinstance(crps_pairs, bool) or not (isinstance(crps_pairs, int) and crps_pairs >= 1):
+    if not is_positive_int(crps_pairs):
         raise ValueError(f"evaluate: crps_pairs must be a positive int, got {crps_pairs!r}")
     rolls = max(1, math.ceil(crps_pairs / num_samples))
     scores: _Regression | _Classification | None = None

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..ops import is_positive_int, is_positive_number
 from ._checks import as_tensor, check_finite
 
 __all__ = ["InBetween", "gap_points", "in_between"]
@@ -89,7 +90,7 @@ def _distances(x_train: object, gap: float | None, near: float | None) -> _Stand
         near = float(_nearest(z, z, exclude_self=True).quantile(0.9))
     gap = 4 * near if gap is None else gap
     for name, value in (("near", near), ("gap", gap)):
-        if not (isinstance(value, int | float) and value > 0 and value < float("inf")):
+        if not is_positive_number(value):
             raise ValueError(f"in_between: {name} must be a positive finite distance, got {value!r}")
     if gap < near:
         raise ValueError(f"in_between: gap ({gap}) must be at least near ({near})")
@@ -131,7 +132,7 @@ def gap_points(
     """Up to ``num`` queries in the gaps: midpoints of random pairs of training inputs that lie at
     least ``gap`` from every training input (in the inputs' units, ``[M, D]``; empty where the
     inputs have no gaps)."""
-    if isinstance(num, bool) or not isinstance(num, int) or num < 1:
+    if not is_positive_int(num):
         raise ValueError(f"gap_points: num must be a positive int, got {num!r}")
     train = _distances(x_train, gap, near)
     g = torch.Generator().manual_seed(seed)

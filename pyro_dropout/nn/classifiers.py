@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from ..ops import is_positive_int
 from .models import MLP
 
 __all__ = ["concrete_mlp", "small_mlp"]
@@ -16,7 +17,7 @@ __all__ = ["concrete_mlp", "small_mlp"]
 
 def _check(name: str, **sizes: int) -> None:
     for arg, value in sizes.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if not is_positive_int(value):
             raise ValueError(f"{name}: {arg} must be a positive integer, got {value!r}")
 
 

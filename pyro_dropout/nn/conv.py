@@ -6,6 +6,7 @@ from typing import Any
 
 import torch
 
+from ..ops import is_positive_int
 from .functional import conv
 from .layers import BayesianLayer, LengthScale, declared_rate
 
@@ -101,7 +102,7 @@ def _check_conv_sizes(
     }
     for name, value in sizes.items():
         items = value if isinstance(value, tuple) else (value,)
-        if not items or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in items):
+        if not items or any(not is_positive_int(v) for v in items):
             raise ValueError(
                 f"{what}: {name} must be a positive whole number (or {dims} of them), got {value!r}"
             )

@@ -36,7 +36,6 @@ pred = predict(model, guide, x_test)
 from __future__ import annotations
 
 import copy
-import math
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -44,6 +43,7 @@ from typing import Any
 from pyro.nn.module import to_pyro_module_
 from torch import fx, nn
 
+from ..ops import is_positive_number
 from .converted.dropout_sites import ModuleDropout
 from .converted.likelihoods import check_likelihood, check_outputs
 from .converted.model import ConvertedModel
@@ -120,7 +120,7 @@ def _check_arguments(net: Any, likelihood: Any, tau: Any, last_layer: Any, keep:
         raise TypeError(f"from_module: net must be a torch.nn.Module, got {type(net).__name__}")
     check_hook_norms(net)
     check_likelihood(likelihood)
-    if isinstance(tau, bool) or not (isinstance(tau, int | float) and math.isfinite(tau) and tau > 0):
+    if not is_positive_number(tau):
         raise ValueError(f"from_module: tau must be a positive finite number, got {tau!r}")
     if not isinstance(last_layer, bool):
         raise TypeError(f"from_module: last_layer must be True or False, got {last_layer!r}")

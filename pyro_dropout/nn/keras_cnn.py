@@ -22,6 +22,7 @@ import math
 import torch
 from pyro.nn import PyroModule
 
+from ..ops import is_positive_int
 from .conv import Conv2d
 from .functional import flatten, max_pool2d
 from .layers import Linear
@@ -58,7 +59,7 @@ class KerasCNN(PyroModule):
     ) -> None:
         super().__init__()
         self.num_data = check_num_data(num_data, "KerasCNN")
-        if isinstance(kernel, bool) or not isinstance(kernel, int) or kernel < 1:
+        if not is_positive_int(kernel):
             raise ValueError(f"KerasCNN: kernel must be a positive int, got {kernel!r}")
         side = (image_size - 2 * (kernel - 1)) // 2
         if side < 1:

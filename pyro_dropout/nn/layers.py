@@ -2,7 +2,6 @@ r"""Bayesian layers: weights and biases are Pyro sample sites with quantised Gau
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Callable
 from typing import Any
@@ -14,6 +13,7 @@ from pyro.distributions.torch_distribution import TorchDistributionMixin
 from pyro.nn import PyroModule, PyroSample
 
 from ..distributions import QuantisedGaussian, validate_dropout_rate
+from ..ops import is_positive_number
 from .functional import linear
 
 __all__ = [
@@ -44,7 +44,7 @@ def sample_site(prior: Callable[[Any], Any]) -> Any:
 
 def prior_scale_from_length_scale(length_scale: float, what: str = "length_scale") -> float:
     """The prior standard deviation :math:`s = 1/l` for a prior length-scale :math:`l > 0`."""
-    if not (isinstance(length_scale, int | float) and math.isfinite(length_scale) and length_scale > 0):
+    if not is_positive_number(length_scale):
         raise ValueError(f"{what} must be a positive finite number, got {length_scale!r}")
     return 1.0 / float(length_scale)
 

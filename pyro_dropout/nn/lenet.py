@@ -22,6 +22,7 @@ import pyro.distributions as dist
 import torch
 from pyro.nn import PyroModule
 
+from ..ops import is_positive_int
 from .conv import Conv2d
 from .functional import flatten, max_pool2d
 from .layers import Linear
@@ -46,7 +47,7 @@ def check_num_data(num_data: Any, what: str) -> int | None:
     """``num_data``, the size of the data set (``None``: the batch is the data), checked."""
     if num_data is None:
         return None
-    if isinstance(num_data, bool) or not isinstance(num_data, int) or num_data < 1:
+    if not is_positive_int(num_data):
         raise ValueError(
             f"{what}: num_data must be a whole number >= 1 (the data set's size), got {num_data!r}"
         )

@@ -14,6 +14,7 @@ import torch
 from pyro.nn import PyroModule
 
 from ..distributions import FixedNoiseNormal
+from ..ops import is_positive_int
 from .layers import Linear, minibatch_scale, sample_site
 
 __all__ = ["MLP"]
@@ -60,14 +61,12 @@ def _per_layer(
 
 
 def _check_sizes(in_features: int, out_features: int, hidden: Sequence[int], runs: int | None) -> None:
-    if runs is not None and (isinstance(runs, bool) or not isinstance(runs, int) or runs < 1):
+    if runs is not None and not is_positive_int(runs):
         raise ValueError(f"MLP: runs must be a positive int, got {runs!r}")
     for name, value in (("in_features", in_features), ("out_features", out_features)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if not is_positive_int(value):
             raise ValueError(f"MLP: {name} must be a positive int, got {value!r}")
-    if isinstance(hidden, int | str) or any(
-        isinstance(h, bool) or not isinstance(h, int) or h < 1 for h in hidden
-    ):
+    if isinstance(hidden, int | str) or any(not is_positive_int(h) for h in hidden):
         raise ValueError(f"MLP: hidden must be a sequence of positive ints (widths), got {hidden!r}")
 
 

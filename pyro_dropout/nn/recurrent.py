@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 from pyro.nn import PyroModule, PyroModuleList
 
+from ..ops import is_positive_int
 from .functional import linear, take_mask
 from .layers import LengthScale, Linear
 from .recurrent_native import native_pass
@@ -105,7 +106,7 @@ class _Recurrent(PyroModule):
             ("hidden_size", hidden_size),
             ("num_layers", num_layers),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if not is_positive_int(value):
                 raise ValueError(f"{what}: {name} must be a positive int, got {value!r}")
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.batch_first = bool(batch_first)

@@ -14,6 +14,7 @@ from pyro.poutine.trace_struct import Trace
 
 from ..infer.batched_errors import BatchedDrawError
 from ..infer.input_checks import check_finite_inputs, check_not_empty
+from ..ops import is_positive_int
 from .batching import remember_unbatched
 from .chunks import ChunkRunner, DrawLatents, auto_chunk_size, largest_tensor_bytes
 from .collect import Outputs, chunk_outputs, plate_nesting
@@ -43,7 +44,7 @@ def _to_device(args: tuple, kwargs: dict, device: torch.device | None) -> tuple[
 def _chunk_setting(chunk_size: Any) -> int | str | None:
     if chunk_size is None or chunk_size == "auto":
         return chunk_size
-    if isinstance(chunk_size, bool) or not (isinstance(chunk_size, int) and chunk_size >= 1):
+    if not is_positive_int(chunk_size):
         raise ValueError(f"chunk_size must be a positive int, 'auto' or None, got {chunk_size!r}")
     return chunk_size
 
@@ -70,7 +71,7 @@ def prepare(
     (``measure_draws``: for a model that shares part of its pass between draws, the chunk is sized
     by what a draw adds, as :func:`~.draw_cost.per_draw_bytes` measures it, or
     :meth:`~.recorded.ChunkGraphs.per_draw_bytes`, once per input shape)."""
-    if isinstance(num_samples, bool) or not (isinstance(num_samples, int) and num_samples >= 1):
+    if not is_positive_int(num_samples):
         raise ValueError(f"num_samples must be a positive int, got {num_samples!r}")
     chunk_size = _chunk_setting(chunk_size)
     check_array_inputs(args, kwargs)
