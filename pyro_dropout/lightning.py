@@ -29,7 +29,6 @@ as the library's models do (:class:`~pyro_dropout.nn.MLP`). Parameters are the m
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -37,7 +36,7 @@ import torch
 from pyro.poutine.messenger import Message, Messenger
 
 from .metrics import evaluate
-from .ops import is_positive_int
+from .ops import is_positive_int, is_positive_number
 from .prediction import predict
 
 try:
@@ -125,11 +124,11 @@ class SVIModule(lightning.LightningModule):
         optimizer: Callable[..., torch.optim.Optimizer] = torch.optim.Adam,
     ) -> None:
         super().__init__()
-        if isinstance(num_data, bool) or not (isinstance(num_data, int) and num_data > 0):
+        if not is_positive_int(num_data):
             raise ValueError(
                 f"SVIModule: num_data must be the training set's rows, a positive int; got {num_data!r}"
             )
-        if isinstance(lr, bool) or not (isinstance(lr, int | float) and math.isfinite(lr) and lr > 0):
+        if not is_positive_number(lr):
             raise ValueError(f"SVIModule: lr must be a positive number, got {lr!r}")
         _check_loss(loss)
         _check_optimizer(optimizer)

@@ -29,6 +29,7 @@ import torch
 
 from ..guides import DropoutGuide, init_to_fan_in
 from ..nn import MLP
+from ..ops import is_positive_int
 from ..prediction import predict_standard
 
 __all__ = ["deep_ensemble", "ensemble_predictive", "point_estimate_guide"]
@@ -54,7 +55,7 @@ def deep_ensemble(
     ``likelihood``: ``"heteroscedastic"`` (regression, the paper's mean and variance heads),
     ``"normal"`` or ``"categorical"``. Train with inputs ``[M, N, in]`` and targets ``[M, N]``
     (the same rows for each member, or a bootstrap sample each)."""
-    if not isinstance(members, int) or isinstance(members, bool) or members < 1:
+    if not is_positive_int(members):
         raise ValueError(f"deep_ensemble: members must be a whole number >= 1, got {members!r}")
     model = MLP(in_features, out_features, hidden, likelihood=likelihood, runs=members, **mlp_kwargs)  # type: ignore[arg-type]
     return model, point_estimate_guide(model, init_loc_fn)

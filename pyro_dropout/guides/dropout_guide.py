@@ -2,7 +2,6 @@ r"""``DropoutGuide``: an autoguide whose variational family is dropout."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from torch.distributions import constraints
 
 from ..distributions import BernoulliDropout, ConcreteDropout, NetworkDropout
 from ..nn import broadcast_pyro_layers
+from ..ops import is_positive_number
 from .initialization import base_prior, init_to_fan_in, is_gaussian_prior
 from .ownership import check_owner, claim, make_room
 from .rates import (
@@ -133,7 +133,7 @@ class DropoutGuide(DropoutSummaries, AutoGuide):
     ) -> None:
         if not (isinstance(name, str) and name and "." not in name):
             raise ValueError(f"DropoutGuide: name must be a non-empty string without dots, got {name!r}")
-        if not (isinstance(temperature, int | float) and math.isfinite(temperature) and temperature > 0):
+        if not is_positive_number(temperature):
             raise ValueError(f"DropoutGuide: temperature must be a positive float, got {temperature!r}")
         if concrete and dropout is not None:
             raise ValueError(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from ..ops import is_positive_int
+from ..ops import is_positive_int, is_positive_number
 from .models import MLP
 
 __all__ = ["concrete_mlp", "small_mlp"]
@@ -29,7 +29,7 @@ def concrete_mlp(
     (appendix D.1: ``l = 1e-2``), so that the prior does not grow stronger with the fan-in.
     Paper 001 trains it with Concrete masks on every weight layer, the input included."""
     _check("concrete_mlp", width=width, depth=depth, in_features=in_features, classes=classes)
-    if not (isinstance(length_scale, int | float) and math.isfinite(length_scale) and length_scale > 0):
+    if not is_positive_number(length_scale):
         raise ValueError(f"concrete_mlp: length_scale must be a positive number, got {length_scale!r}")
     fan_in = [in_features] + [width] * depth
     scales = [length_scale * math.sqrt(k) for k in fan_in]

@@ -3,7 +3,6 @@ r"""Ready-made Bayesian networks: regression (fixed, learned, varying noise) and
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import Any, Literal, cast
@@ -14,7 +13,7 @@ import torch
 from pyro.nn import PyroModule
 
 from ..distributions import FixedNoiseNormal
-from ..ops import is_positive_int
+from ..ops import is_positive_int, is_positive_number
 from .layers import Linear, minibatch_scale, sample_site
 
 __all__ = ["MLP"]
@@ -186,7 +185,7 @@ class MLP(PyroModule):
                 raise ValueError("MLP: tau must be positive and finite")
             self.register_buffer("fixed_tau", tau.detach().to(torch.get_default_dtype()).unsqueeze(-1))
             return
-        if not (isinstance(tau, int | float) and math.isfinite(tau) and tau > 0):
+        if not is_positive_number(tau):
             raise ValueError(f"MLP: tau must be a positive float, a tensor or 'learned', got {tau!r}")
         self.fixed_tau = float(tau)
 
