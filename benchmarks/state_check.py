@@ -47,7 +47,7 @@ def step_runners() -> dict[str, object]:
     for route in ("python_state", "StateWatch"):
         svi, model, guide = library("compiled_record", [13, 50, 1], False, DropoutELBO(), torch.device("cpu"))
         if route == "python_state":  # the check before StateWatch
-            svi._recorded.state = lambda model=model, guide=guide: python_state(model, guide)
+            svi._graph_loss.recorded.state = lambda model=model, guide=guide: python_state(model, guide)
         out[f"CompiledSVI, {route}"] = lambda svi=svi: svi.step(x, y, num_data=N_DATA)
         for _ in range(3):  # parameters made, the loss recorded
             svi.step(x, y, num_data=N_DATA)

@@ -63,8 +63,7 @@ class CompiledSVI(Resumable, SVI):
         self._params: list[torch.Tensor] | None = None
         self._optimizer: torch.optim.Optimizer | None = None
         owner = f"CompiledSVI(graph={self.graph!r})"
-        self._graph = GraphLoss(loss, model, guide, self.graph, False, owner=owner, depth=1)
-        self._recorded = self._graph.recorded  # the graph loss's recording, on this object's parameters
+        self._graph_loss = GraphLoss(loss, model, guide, self.graph, False, owner=owner, depth=1)
         self._pending: dict[str, Any] | None = None  # a state to load once the parameters exist
         self.steps = 0  # steps taken by this object (the step number in a divergence error)
 
@@ -80,7 +79,7 @@ class CompiledSVI(Resumable, SVI):
         """Record the loss again at the next step: after changing a Python value it reads that is
         not an attribute of the model's or guide's modules (those are part of its key), such as a
         global or a closure's variable."""
-        self._recorded.retrace()
+        self._graph_loss.recorded.retrace()
 
     def step(self, *args: Any, **kwargs: Any) -> float:
         """One optimisation step; returns the loss estimate before the update (a float)."""
@@ -88,7 +87,7 @@ class CompiledSVI(Resumable, SVI):
         self.setup(*args, **kwargs)
         assert self._optimizer is not None
         if self.graph != "eager":
-            loss = self._recorded(cast(list, self._params), args, kwargs)
+            loss = self._graph_loss.recorded(cast(list, self._params), args, kwargs)
         else:
             loss = self.objective.differentiable_loss(self.model, self.guide, *args, **kwargs)
         self.steps += 1

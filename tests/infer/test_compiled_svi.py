@@ -113,8 +113,8 @@ def test_a_graph_is_freed_with_its_svi():
         svi = _svi(concrete=False)
         for x, y in batches[:4]:  # two shapes: two graphs
             svi.step(x, y)
-        assert len(svi._recorded.graphs) == 2
-        graph = weakref.ref(next(iter(svi._recorded.graphs.values())))
+        assert len(svi._graph_loss.recorded.graphs) == 2
+        graph = weakref.ref(next(iter(svi._graph_loss.recorded.graphs.values())))
         del svi
         gc.collect()
         assert graph() is None
