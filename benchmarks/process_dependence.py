@@ -40,7 +40,7 @@ SIZES, BATCH = [13, 50, 1], 128
 def make_path(kind: str, x: torch.Tensor, y: torch.Tensor):
     loss = bench.DropoutELBO(**({"graph": bench.MODES[kind]} if kind in bench.MODES else {}))
     svi, _, _ = bench.library(kind, SIZES, False, loss, torch.device("cpu"))
-    for _ in range(bench.WARM_UP + 8):  # past the eager steps and the compile
+    for _ in range(bench.RECORD_AT + 8):  # past the eager steps and the compile
         svi.step(x, y, num_data=bench.N_DATA)
     return svi
 

@@ -1,13 +1,14 @@
-"""The per-step check of the modules' Python values that a recorded graph freezes: ``StateWatch`` (checks
-the objects by identity, recomputes on a change) against ``python_state`` (builds every name and
-key, the check before it), alone and inside a ``CompiledSVI(graph="record")`` step against the raw step.
+"""The guard a recorded graph reads before every call (``pyro_dropout.guards``): its quick check
+(``Guard.now``: the steps of the last reading checked again in C, read in full only where one moved)
+against a full reading (``Guard.read``), alone and inside a ``CompiledSVI(graph="record")`` step
+against the raw step.
 
 Run: python benchmarks/state_check.py [--threads 1] [--quick]
 
-In one process, interleaved, best block: one check of the UCI net's model and guide (13-50-1) and
-of a deeper one (13-50-50-50-1) by each route, then the UCI net's recorded ``CompiledSVI`` step (batch 32,
-``DropoutELBO``) with each route, against ``benchmarks/svi_step.py``'s raw PyTorch step. Checks
-that both routes give the same state.
+In one process, interleaved, best block: one check of the UCI net's model, guide and Pyro's param
+store (13-50-1) and of a deeper net (13-50-50-50-1) each way, then the UCI net's recorded
+``CompiledSVI`` step (batch 32, ``DropoutELBO``) with each, against ``benchmarks/svi_step.py``'s raw
+PyTorch step. Checks that both ways give the same fingerprint.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from common import interleaved_best, machine, write
 from svi_step import N_DATA, RAW_ADAMS, RawStep, library
 
 from pyro_dropout import DropoutELBO, DropoutGuide
-from pyro_dropout.infer.recorded.state import StateWatch, python_state
+from pyro_dropout.guards import Guard, object_roots
+from pyro_dropout.infer.recorded.graph import RECORD_AT
 from pyro_dropout.nn import MLP
 
 
@@ -33,10 +35,10 @@ def check_runners(hidden: tuple[int, ...]) -> dict[str, object]:
     model = MLP(13, 1, hidden=hidden)
     guide = DropoutGuide(model, dropout=0.05)
     guide(torch.randn(4, 13), torch.randn(4))
-    watch = StateWatch(model, guide)
-    if watch() != python_state(model, guide):
-        raise SystemExit("StateWatch and python_state disagree")
-    return {"python_state": lambda: python_state(model, guide), "StateWatch": watch}
+    guard = Guard(object_roots(model, guide, DropoutELBO()))
+    if guard.read()[0] != guard.now():
+        raise SystemExit("the quick check and a full reading disagree")
+    return {"full reading": lambda: guard.read()[0], "quick check": guard.now}
 
 
 def step_runners() -> dict[str, object]:
@@ -44,13 +46,15 @@ def step_runners() -> dict[str, object]:
     x, y = torch.randn(32, 13, generator=g), torch.randn(32, generator=g)
     raw = RawStep([13, 50, 1], False, 1, None, torch.device("cpu"), RAW_ADAMS["fused"])
     out: dict[str, object] = {"raw step": lambda: raw.step(x, y)}
-    for route in ("python_state", "StateWatch"):
-        svi, model, guide = library("compiled_record", [13, 50, 1], False, DropoutELBO(), torch.device("cpu"))
-        if route == "python_state":  # the check before StateWatch
-            svi._graph_loss.recorded.state = lambda model=model, guide=guide: python_state(model, guide)
-        out[f"CompiledSVI, {route}"] = lambda svi=svi: svi.step(x, y, num_data=N_DATA)
-        for _ in range(3):  # parameters made, the loss recorded
+    for route in ("full reading", "quick check"):
+        svi, _, _ = library("compiled_record", [13, 50, 1], False, DropoutELBO(), torch.device("cpu"))
+        for _ in range(RECORD_AT + 1):  # parameters made, the loss recorded
             svi.step(x, y, num_data=N_DATA)
+        if route == "full reading":  # every call read in full
+            for recorded in svi._graph_loss.recorded.routes.by_key.values():
+                guard = recorded.guard
+                guard.now = lambda guard=guard: guard.read()[0]
+        out[f"CompiledSVI, {route}"] = lambda svi=svi: svi.step(x, y, num_data=N_DATA)
     return out
 
 

@@ -60,7 +60,7 @@ from common import interleaved_times, machine, pick_device, write
 
 from pyro_dropout import BBAlpha, DropoutELBO, DropoutGuide
 from pyro_dropout.infer import CompiledSVI, GraphLoss, JointOptim
-from pyro_dropout.infer.recorded.graph import WARM_UP
+from pyro_dropout.infer.recorded.graph import RECORD_AT
 from pyro_dropout.nn import MLP
 
 P, TAU, N_DATA, LR = 0.05, 1.0, 10_000, 1e-3
@@ -163,8 +163,9 @@ def library(kind: str, sizes: list[int], classes: bool, loss, device: torch.devi
 def check_compiled_matches_eager(sizes, classes, make_loss, device, x, y) -> float:
     """Same seed, same masks: the recorded loss equals the eager loss."""
     _, model, guide = library("svi", sizes, classes, make_loss(), device)
-    recorded = GraphLoss(make_loss(), model, guide, "record", default=False)
-    recorded((x, y), {"num_data": N_DATA})  # eager: creates the parameters, learns their names
+    recorded = GraphLoss(make_loss(), model, guide, "record")
+    for _ in range(RECORD_AT + 1):  # eager: creates the parameters, learns their names; then recorded
+        recorded((x, y), {"num_data": N_DATA})
     eager_loss = make_loss()
     eager_loss.differentiable_loss(
         model, guide, x, y, num_data=N_DATA
@@ -185,10 +186,11 @@ RAW_ADAMS = {"for-loop": {"foreach": False}, "foreach": {"foreach": True}, "fuse
 GROUPS = (("compiled",), ("svi",), ("svi_fused",), ("svi_eager",), ("svi_record",), ("svi_compile",))
 GROUPS += (("svi_joint",), ("compiled_record",))
 MODES = {"svi_eager": "eager", "svi_record": "record", "svi_compile": "compile", "svi_joint": "compile"}
-COMPILING = ("svi_compile", "svi_joint", "compiled")  # first step timed apart
-# the default runs each input shape eagerly WARM_UP times before recording it: those first steps
-# are timed apart, and the timed steps are the long run's
-WARM = {"svi": WARM_UP + 2, "svi_fused": WARM_UP + 2}
+COMPILING = ("svi_compile", "svi_joint", "compiled")  # compiled at RECORD_AT: seconds
+# the recorded paths run each call signature eagerly until its RECORD_AT-th call and record it
+# there: those first steps are timed apart, and the timed steps are the long run's
+WARM = {k: RECORD_AT + 2 for k in ("svi", "svi_fused", "svi_record", "svi_compile", "svi_joint")}
+WARM |= {k: RECORD_AT + 2 for k in ("compiled", "compiled_record")}
 
 
 def case(name, sizes, classes, batch, loss_name, device, steps, blocks, compile_paths=True) -> dict:
@@ -219,12 +221,7 @@ def case(name, sizes, classes, batch, loss_name, device, steps, blocks, compile_
             loss = Trace_ELBO() if kind == "autonormal" else make_loss(MODES.get(kind))
             svi, _, _ = library(kind, sizes, classes, loss, device)
             runners[kind] = lambda svi=svi: svi.step(x, y, num_data=N_DATA)
-            if kind in COMPILING:  # the first two steps: one eager (SVI) or not, one that compiles
-                start = time.perf_counter()
-                runners[kind]()
-                runners[kind]()
-                row[f"{kind}_compile_s"] = time.perf_counter() - start
-            if kind in WARM:
+            if kind in WARM:  # the first steps: eager until recorded (and compiled) at RECORD_AT
                 start = time.perf_counter()
                 for _ in range(WARM[kind]):
                     runners[kind]()
@@ -240,7 +237,7 @@ def case(name, sizes, classes, batch, loss_name, device, steps, blocks, compile_
     row["check_rel_error"] = check_compiled_matches_eager(sizes, classes, make_loss, device, x, y)
     print(f"  {name} batch {batch} {loss_name}: raw {row['raw_ms']:.3f} ms (Adam {row['raw_adam']})")
     for kind in (k for group in groups for k in group):
-        compiled = f", first two steps {row[f'{kind}_compile_s']:.1f} s" if kind in COMPILING else ""
+        compiled = f", first {WARM[kind]} steps {row[f'{kind}_warm_s']:.1f} s" if kind in COMPILING else ""
         print(
             f"    {LABELS[kind]:42s} {row[f'{kind}_ms']:8.3f} ms  {row[f'{kind}_vs_raw']:5.2f}x raw "
             f"(median; best {row[f'{kind}_vs_raw_min']:.2f}x){compiled}"

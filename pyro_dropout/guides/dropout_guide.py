@@ -281,6 +281,13 @@ class DropoutGuide(DropoutSummaries, AutoGuide):
         return BernoulliDropout(loc, p, role.event_dim, validate_args=False, mask_dim=role.mask_dim)
 
     def forward(self, *args: Any, **kwargs: Any) -> dict[str, torch.Tensor]:
+        if torch.jit.is_tracing():
+            raise NotImplementedError(
+                "DropoutGuide cannot run under Pyro's JIT losses (JitTrace_ELBO, JitTraceGraph_ELBO, "
+                "JitTraceEnum_ELBO): TorchScript's trace freezes its draws and parameter transforms, and "
+                "the fit is wrong without an error. Use Trace_ELBO, or DropoutELBO(), which replays a "
+                "recorded graph only under a guard read at every step"
+            )
         if self.prototype_trace is None:
             self._setup_prototype(*args, **kwargs)
             claim(self, self._pyro_name)

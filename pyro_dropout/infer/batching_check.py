@@ -23,7 +23,7 @@ from pyro.poutine.trace_struct import Trace
 from pyro.poutine.util import site_is_subsample
 from pyro.util import get_rng_state, set_rng_state
 
-__all__ = ["compare_batched", "describe_mismatch", "latent_values", "particles_mismatch", "signature"]
+__all__ = ["compare_batched", "describe_mismatch", "latent_values", "particles_mismatch"]
 
 PARTICLE_PLATE = "num_particles_vectorized"  # the name Pyro gives its particle plate
 _FAILED = "the batched pass failed: "  # how compare_batched reports a pass that raised
@@ -103,14 +103,6 @@ def describe_mismatch(found: tuple[str, float]) -> str:
     if where.startswith(_FAILED):
         return f"({where}); {_HINT}"
     return f"at site {where} (largest difference {gap:.3g}); {_HINT}"
-
-
-def signature(args: tuple, kwargs: dict) -> tuple:
-    """The shapes and dtypes of a call's tensors (and the types of the rest)."""
-    values = (*args, *sorted(kwargs.items()))
-    return tuple(
-        (tuple(v.shape), v.dtype) if isinstance(v, torch.Tensor) else type(v).__name__ for v in values
-    )
 
 
 def particles_mismatch(

@@ -82,9 +82,9 @@ class BBAlpha(DropoutTraceMixin, ELBO):
     :param per_example_masks: draw the ``K`` masks of each data point independently of
         the other points' (each per-point term still averages ``K`` draws), instead of
         ``K`` masks shared by the minibatch (:mod:`pyro_dropout.nn.masking`).
-    :param graph: ``"record"``, ``"compile"`` or ``"eager"``, as for
-        :class:`~pyro_dropout.infer.DropoutELBO` (default: recorded after each input shape's
-        first 32 eager steps, where a graph can be exact).
+    :param graph: ``"record"`` (default), ``"compile"`` or ``"eager"``, as for
+        :class:`~pyro_dropout.infer.DropoutELBO`: a graph replays a call only under a guard read at
+        every call; what no guard can cover runs eagerly.
 
     References
 
@@ -100,7 +100,7 @@ class BBAlpha(DropoutTraceMixin, ELBO):
         max_plate_nesting: float = float("inf"),
         check_finite: bool = True,
         per_example_masks: bool = False,
-        graph: str | None = None,
+        graph: str = "record",
         **kwargs: Any,
     ) -> None:
         refuse_jit(kwargs, "BBAlpha")
@@ -117,8 +117,7 @@ class BBAlpha(DropoutTraceMixin, ELBO):
         self.alpha = float(alpha)
         self.check_finite = check_finite
         self.per_example_masks = bool(per_example_masks)
-        self.graph = "record" if graph is None else check_graph("BBAlpha", graph)
-        self.graph_default = graph is None
+        self.graph = check_graph("BBAlpha", graph)
 
     def _particle_terms(self, model: Callable, guide: Callable, args: tuple, kwargs: dict) -> tuple:
         """The mean KL over particles and the per-factor log-likelihoods ``[K, ...]``."""

@@ -26,10 +26,10 @@ class CompiledSVI(Resumable, SVI):
     The same constructor and ``step``. The first step collects every parameter of the model and
     guide (they must all exist by then) into **one** optimizer built from the ``pyro.optim``
     object's constructor and arguments (fused updates where available; learning-rate schedulers
-    are refused). The loss is recorded once per input shape (:mod:`pyro_dropout.infer.recorded`,
-    keys, value reads and spot checks as for ``DropoutELBO``; :meth:`retrace` after changing a
-    global it reads) and, by default, compiled by :func:`torch.compile` with its gradient (a first
-    compile takes seconds, cached on disk by Inductor; a later input shape, such as a short last
+    are refused). The loss is recorded per call signature and replayed only under a guard read at
+    every call, as for ``DropoutELBO`` (:mod:`pyro_dropout.infer.recorded`; :meth:`explain` says
+    how each signature runs), and, by default, compiled by :func:`torch.compile` with its gradient (a
+    first compile takes seconds, cached on disk by Inductor; a later signature, such as a short last
     batch, runs its recorded graph until its 1,000th call). Each step draws fresh masks.
     :meth:`state_dict` and :meth:`load_state_dict` resume a fit exactly.
 
@@ -63,7 +63,7 @@ class CompiledSVI(Resumable, SVI):
         self._params: list[torch.Tensor] | None = None
         self._optimizer: torch.optim.Optimizer | None = None
         owner = f"CompiledSVI(graph={self.graph!r})"
-        self._graph_loss = GraphLoss(loss, model, guide, self.graph, False, owner=owner, depth=1)
+        self._graph_loss = GraphLoss(loss, model, guide, self.graph, owner=owner)
         self._pending: dict[str, Any] | None = None  # a state to load once the parameters exist
         self.steps = 0  # steps taken by this object (the step number in a divergence error)
 
@@ -75,11 +75,11 @@ class CompiledSVI(Resumable, SVI):
         self._names, self._params = list(found), list(found.values())
         self._optimizer = one_optimizer(self.optim, self._names, self._params)
 
-    def retrace(self) -> None:
-        """Record the loss again at the next step: after changing a Python value it reads that is
-        not an attribute of the model's or guide's modules (those are part of its key), such as a
-        global or a closure's variable."""
-        self._graph_loss.recorded.retrace()
+    def explain(self) -> str:
+        """How each call signature's steps run, and why."""
+        if self.graph == "eager":
+            return "CompiledSVI(graph='eager'): every step eager"
+        return self._graph_loss.recorded.explain()
 
     def step(self, *args: Any, **kwargs: Any) -> float:
         """One optimisation step; returns the loss estimate before the update (a float)."""

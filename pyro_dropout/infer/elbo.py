@@ -43,20 +43,17 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
     (e.g. a noise precision) contribute their negative log prior (MAP). Inputs and
     observations holding NaN or inf are rejected (``check_finite=False`` skips that).
 
-    By default each input shape runs eagerly for its first 32 steps and is then **recorded** once
-    as a graph of ATen operations (``torch.fx``), which later steps replay: plain ``SVI`` then
-    skips Pyro's per-site Python machinery (:mod:`pyro_dropout.infer.recorded`). Where a graph
-    could not be exact the loss runs eagerly without a word: a loss whose Python reads a tensor's
-    value, modules whose attributes change at most steps, parameters outside Pyro's param store. A
-    change of a module's attribute records a new graph; a change the key cannot see (a global, a
-    closure) is found by the spot checks (the graph's value and gradient against the eager loss's
-    on the same masks, at its calls 1, 2, 4, ..., 32 and every 64th), which record it again with a
-    warning: a stale graph trains at most 63 steps. ``graph="record"`` records from the second step
-    and warns where it cannot; ``graph="compile"`` also compiles the graph with
-    :func:`torch.compile` (the loss and its gradient in fused kernels: the fastest step, after a
-    first compile of 7-24 s on a CPU, cached on disk; a later input shape is compiled after its
-    1,000th call; not the default, as a short fit would not win that time back);
-    ``graph="eager"``: no graph.
+    ``graph`` says how a step runs: ``"record"`` (the default) runs each call signature (input
+    shapes, other arguments, which parameters are trained) eagerly for its first 7 calls and records
+    it at its 8th as a graph of ATen operations (``torch.fx``), which later calls replay: plain
+    ``SVI`` then skips Pyro's per-site Python. A graph replays a call only where its guard, read at
+    *every* call, finds everything the recording read as it was: the model's and guide's modules
+    (modes, settings, parameters and buffers), the loss's settings, PyTorch's and Pyro's modes, and
+    the globals, closure variables and modules the model's code read. What no guard can cover runs
+    eagerly, exactly: a tensor's value read into Python, a shape made from values, a call of the
+    clock or of Python's random numbers, a write to a global (``explain()`` says which, and where).
+    ``graph="compile"`` also compiles the graph with :func:`torch.compile` (fused kernels; a first
+    compile of seconds, cached on disk); ``graph="eager"`` records nothing.
 
     Usage:
 
@@ -77,7 +74,7 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
         max_plate_nesting: float = float("inf"),
         check_finite: bool = True,
         per_example_masks: bool = False,
-        graph: str | None = None,
+        graph: str = "record",
         **kwargs: Any,
     ) -> None:
         refuse_jit(kwargs, "DropoutELBO")
@@ -91,8 +88,7 @@ class DropoutELBO(DropoutTraceMixin, TraceMeanField_ELBO):
         )
         self.check_finite = check_finite
         self.per_example_masks = bool(per_example_masks)
-        self.graph = "record" if graph is None else check_graph("DropoutELBO", graph)
-        self.graph_default = graph is None
+        self.graph = check_graph("DropoutELBO", graph)
 
     def _penalised_log_likelihood(
         self, model: Callable, guide: Callable, args: tuple, kwargs: dict

@@ -18,8 +18,9 @@ from pyro.util import check_model_guide_match, warn_if_nan
 from torch.distributions import kl_divergence
 
 from ..distributions import MaskedWeight, base_prior
+from ..guards import signature
 from .batched_errors import explain_batched_failure
-from .batching_check import describe_mismatch, particles_mismatch, signature
+from .batching_check import describe_mismatch, particles_mismatch
 from .divergence import backward_checked
 from .input_checks import check_finite_inputs, checking_inside, has_non_finite
 from .likelihood_checks import check_likelihood_site, check_targets
@@ -191,7 +192,6 @@ class DropoutTraceMixin:
     check_finite: bool
     per_example_masks: bool = False
     graph: str = "eager"
-    graph_default: bool = False
     retain_graph: bool | None
 
     def differentiable_loss(
@@ -215,9 +215,7 @@ class DropoutTraceMixin:
             if (model, guide) not in losses:
                 while len(losses) >= MAX_GRAPH_LOSSES:  # one loss object reused for many models
                     losses.pop(next(iter(losses)))  # keeps only the latest ones (and their graphs)
-                losses[(model, guide)] = GraphLoss(
-                    self, model, guide, self.graph, self.graph_default, owned=True
-                )
+                losses[(model, guide)] = GraphLoss(self, model, guide, self.graph, owned=True)
             loss = losses[(model, guide)](args, kwargs)
         else:
             loss = self.differentiable_loss(model, guide, *args, **kwargs)
@@ -230,12 +228,13 @@ class DropoutTraceMixin:
         """The loss's settings, without its traces (copies and pickles trace anew)."""
         return {k: v for k, v in self.__dict__.items() if k != "graph_losses"}
 
-    def retrace(self) -> None:
-        """Record the loss's graph again at the next step, after changing a Python value it reads
-        that is not an attribute of the model's or guide's modules (those are part of its key),
-        such as a global or a closure's variable."""
-        for loss in self.__dict__.get("graph_losses", {}).values():
-            loss.recorded.retrace()
+    def explain(self) -> str:
+        """How this loss's calls run, by model and guide and call signature, and why: recorded
+        graphs replayed under their guards, or eager (:mod:`pyro_dropout.infer.recorded`)."""
+        losses = self.__dict__.get("graph_losses", {})
+        if self.graph == "eager":
+            return f"{type(self).__name__}(graph='eager'): every call eager"
+        return "\n".join(loss.explain() for loss in losses.values()) or f"{type(self).__name__}: no call yet"
 
     def check_particles(self, model: Callable, guide: Callable, args: tuple, kwargs: dict) -> None:
         """Before vectorised particles are trusted, once per model and input shape: the batching

@@ -13,7 +13,8 @@ from __future__ import annotations
 import warnings
 import weakref
 
-from ..infer.batching_check import compare_batched, describe_mismatch, latent_values, signature
+from ..guards import signature
+from ..infer.batching_check import compare_batched, describe_mismatch, latent_values
 from .chunks import ChunkRunner
 from .collect import DRAWS_PLATE
 

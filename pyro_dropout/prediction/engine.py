@@ -124,13 +124,11 @@ def draw_chunks(
     wanted: set[str] | None,
     meta: Predictions,
     graphs: ChunkGraphs | None = None,
-    streamed: bool = False,
 ) -> Iterator[tuple[int, Outputs]]:
     """``(size, draws)`` of each chunk, vectorised over its draws (``parallel=False``: one draw at a
     time, no plate of draws, for models that cannot broadcast), each chunk's pass recorded once and
-    replayed where ``graphs`` keeps it (:mod:`.recorded`; ``streamed``: the chunks go to the caller one
-    by one, who may change what the model reads between them); where a chunk of batched draws fails after
-    the batching check passed, the rest run one at a time, with a warning."""
+    replayed under its guard where ``graphs`` keeps it (:mod:`.recorded`); where a chunk of batched
+    draws fails after the batching check passed, the rest run one at a time, with a warning."""
     done = 0
     while done < num_samples:  # a failed chunk of batched draws runs the rest one at a time
         size = min(chunk, num_samples - done) if parallel else 1
@@ -139,7 +137,7 @@ def draw_chunks(
             try:
                 count = (num_samples - done) // size  # chunks of this size left in the call
                 first = done == 0
-                outputs = _batched_chunk(runner, size, count, wanted, meta, graphs, first, streamed)
+                outputs = _batched_chunk(runner, size, count, wanted, meta, graphs, first)
             except BatchedDrawError as error:  # the check's two draws passed, these did not
                 parallel, size = _one_at_a_time(runner, error), 1
         if outputs is None:
@@ -158,7 +156,6 @@ def _batched_chunk(
     meta: Predictions,
     graphs: ChunkGraphs | None,
     first: bool,
-    streamed: bool,
 ) -> Outputs:
     def run(args: tuple, kwargs: dict, description: Predictions) -> Outputs:
         trace, latents = runner.run(size, args, kwargs)
@@ -167,7 +164,7 @@ def _batched_chunk(
 
     if graphs is None:
         return run(runner.args, runner.kwargs, meta)
-    return graphs.outputs(size, count, runner.args, runner.kwargs, run, meta, first, streamed)
+    return graphs.outputs(size, count, runner.args, runner.kwargs, run, meta, first)
 
 
 def _one_at_a_time(runner: ChunkRunner, error: BatchedDrawError) -> bool:

@@ -106,9 +106,7 @@ def predict_chunks(
     draws each (the same draws ``predict`` makes from the same random state): for scores
     accumulated as the draws are made, in memory bounded by one chunk."""
     meta = Predictions()
-    chunks = _guide_chunks(
-        model, guide, args, kwargs, num_samples, chunk_size, parallel, return_sites, meta, streamed=True
-    )
+    chunks = _guide_chunks(model, guide, args, kwargs, num_samples, chunk_size, parallel, return_sites, meta)
     return _chunked(chunks, meta)
 
 
@@ -122,10 +120,8 @@ def _guide_chunks(
     parallel: bool,
     return_sites: Iterable[str] | None,
     meta: Predictions,
-    streamed: bool = False,
 ) -> Iterator[tuple[int, Outputs]]:
-    """The chunks of draws of ``guide`` (what :func:`predict` and :func:`predict_chunks` share;
-    ``streamed``: the chunks go to the caller one by one)."""
+    """The chunks of draws of ``guide`` (what :func:`predict` and :func:`predict_chunks` share)."""
     wanted = wanted_sites(return_sites)
     draw, one_draw = _guide_draws(guide)
     device = device_of(model, guide)
@@ -136,7 +132,7 @@ def _guide_chunks(
     _check_seen(guide, runner.prototype)
     parallel = parallel and batched_is_exact(runner)
     graphs = kept if parallel else None
-    return draw_chunks(runner, num_samples, chunk, parallel, wanted, meta, graphs, streamed)
+    return draw_chunks(runner, num_samples, chunk, parallel, wanted, meta, graphs)
 
 
 def _check_seen(guide: Any, prototype: Trace) -> None:

@@ -1,147 +1,124 @@
-r"""A chunk of draws recorded once and replayed: prediction on the one fast path (docs/design.md).
+r"""A chunk of draws recorded and replayed under a guard: prediction on the one fast path
+(docs/design.md, "How a call runs").
 
-An eager chunk costs milliseconds of Pyro's Python whatever its size, so :class:`ChunkGraphs`
-records a chunk's pass (the guide's draws, the model, the outputs kept) per chunk size, input shape
-and state, and replays it: fresh masks from the eager chunk's generator calls. A graph is kept only
-where it gives an eager chunk's outputs and draws; the first chunk of each call runs eagerly beside
-it (in a stream of :func:`~.predict_chunks`, every 64th too), and a graph that differs is dropped.
+An eager chunk costs milliseconds of Pyro's Python whatever its size, so :class:`ChunkGraphs` records
+a chunk's pass (the guide's draws, the model, the outputs kept) per chunk size and call signature
+where a call has :data:`RECORD_FROM` chunks of that size or more, and replays it: fresh masks from
+the generator, as the eager chunk draws them. Each chunk reads the route's guard first (the model,
+the guide, Pyro's param store, PyTorch's and Pyro's modes, what the model's code read when it was
+recorded): a graph replays a chunk only where all of it is as it was recorded, on every chunk. The
+recorded path runs without gradients and without Pyro's validation (which reads values).
 """
 
 from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, cast
 
 import pyro
 import torch
 
-from ..infer.recorded.checks import ValueReads, same, set_torch_rng, side_by_side, torch_rng
-from ..infer.recorded.record import record_loss
-from ..infer.recorded.state import StateWatch, call_key, tensors_of, with_tensors
+from ..guards import object_roots, signature, tensors_of
+from ..infer.recorded.routes import Routes, graph_for, record_call
 from .chunks import ChunkRunner
 from .collect import Outputs
 from .draw_cost import per_draw_bytes
 from .draws import Predictions
 
-__all__ = ["CHECK_EVERY", "ChunkGraphs", "chunk_graphs"]
+__all__ = ["RECORD_FROM", "ChunkGraphs", "chunk_graphs"]
 
-CHECK_EVERY = 64  # chunks between two checks in a stream (predict_chunks); the first of each call is checked
 RECORD_FROM = 24  # chunks of one size in a call from which recording pays (it costs about four chunks)
-_KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # guide -> its ChunkGraphs
 
 
 def chunk_graphs(guide: Any, model: Any) -> ChunkGraphs | None:
     """The recorded chunks kept with ``guide`` (None for a guide that cannot hold them)."""
     try:
-        return _KEPT.get(guide) or _KEPT.setdefault(guide, ChunkGraphs(StateWatch(model, guide)))
+        kept = _KEPT.get(guide)
+        if kept is None or kept.model() is not model:
+            kept = _KEPT[guide] = ChunkGraphs(model, guide)
+        return kept
     except TypeError:  # not weakly referable
         return None
-
-
-def _store_versions() -> Hashable:
-    store = pyro.get_param_store()
-    return tuple((name, p._version) for name, p in store.named_parameters())  # the unconstrained values
 
 
 Run = Callable[[tuple, dict, Any], Outputs]  # one eager chunk on (args, kwargs), filling a Predictions
 
 
 class ChunkGraphs:
-    """The graphs of one guide's chunks, by chunk size and input shape, for the model's and guide's
-    state and parameter values of ``now`` (a graph holds those values, so a change of either drops
-    them all: training between calls does not pile up graphs); ``eager``: the keys that run eagerly;
-    ``widths``: what a draw adds to a chunk (:func:`~.draw_cost.per_draw_bytes`), by input shape."""
+    """The routes of one guide's chunks (with ``model``), by chunk size and call signature; what
+    each route's chunks describe (the sites' kinds and distributions); ``widths``: what a draw adds
+    to a chunk (:func:`~.draw_cost.per_draw_bytes`), by call signature."""
 
-    def __init__(self, watch: StateWatch) -> None:
-        self.watch = watch
-        self.now: Hashable = None
-        self.graphs: dict[Hashable, list] = {}  # a key's graph, its outputs' names and its calls
-        self.eager: set[Hashable] = set()
+    def __init__(self, model: Any, guide: Any) -> None:
+        self.model, self.guide = _ref(model), _ref(guide)
+        self.routes = Routes("predict", max_graphs=1)  # a new state (trained weights) replaces the graph
+        self.descriptions: dict[Hashable, tuple[dict, dict]] = {}
         self.widths: dict[Hashable, int | None] = {}
 
+    def explain(self) -> str:
+        routes = [
+            f"  chunks of {cast(tuple, k)[0]} draws, {r.describe(RECORD_FROM)}"
+            for k, r in self.routes.by_key.items()
+        ]
+        return "\n".join(["predict's chunks:", *(routes or ["  none recorded"])])
+
     def per_draw_bytes(self, runner: ChunkRunner, warm_up: bool) -> int | None:
-        """:func:`~.draw_cost.per_draw_bytes`, measured once per input shape and state (six draws'
-        eager passes a call saved)."""
-        key = self._key(0, runner.args, runner.kwargs)
+        """:func:`~.draw_cost.per_draw_bytes`, measured once per call signature."""
+        key = signature(runner.args, runner.kwargs)
         if key not in self.widths:
+            if len(self.widths) >= 32:
+                self.widths.clear()
             self.widths[key] = per_draw_bytes(runner, warm_up)
         return self.widths[key]
 
-    def _key(self, size: int, args: tuple, kwargs: dict) -> Hashable:
-        now = (self.watch(), _store_versions())
-        if now != self.now:
-            self.now = now
-            self.graphs.clear()
-            self.eager.clear()
-            self.widths.clear()
-        return size, call_key(args, kwargs)
-
     def outputs(
-        self,
-        size: int,
-        count: int,
-        args: tuple,
-        kwargs: dict,
-        run: Run,
-        meta: Any,
-        first: bool,
-        streamed: bool = False,
+        self, size: int, count: int, args: tuple, kwargs: dict, run: Run, meta: Any, first: bool
     ) -> Outputs:
-        """One chunk's outputs: from its graph where one is kept and trusted, else from ``run`` (which
-        records one where the call has at least :data:`RECORD_FROM` chunks of this ``size``:
-        ``count``); ``first``: the call's first chunk, checked (and describing the sites in ``meta``);
-        ``streamed``: chunks handed to the caller one by one, every :data:`CHECK_EVERY`\\ th checked too."""
-        key = self._key(size, args, kwargs)
-        if key in self.eager or (key not in self.graphs and count < RECORD_FROM):
-            return run(args, kwargs, meta)
-        tensors = tensors_of(args, kwargs)
-        device = tensors[0].device if tensors else torch.device("cpu")
-        if key not in self.graphs:
-            return self._record(key, args, kwargs, run, meta, device)
-        kept = self.graphs[key]
-        graph, names, calls = kept[0], kept[1], kept[2] + 1
-        kept[2] = calls
-        if not first and (not streamed or calls % CHECK_EVERY):
-            return dict(zip(names, graph(*tensors), strict=True))
-        replayed, expected, same_draws = side_by_side(
-            lambda: dict(zip(names, graph(*tensors), strict=True)), lambda: run(args, kwargs, meta), device
-        )
-        if not (same_draws and _agree(replayed, expected)):
-            del self.graphs[key]  # stale (a global or a closure changed): eager from here on
-            self.eager.add(key)
-        return expected
-
-    def _record(self, key: Hashable, args: tuple, kwargs: dict, run: Run, meta: Any, device: Any) -> Outputs:
-        """The eager chunk; and its graph kept where, from the chunk's random state, it gives the
-        chunk's outputs and draws, and the chunk reads no tensor's value."""
-        tensors, start = tensors_of(args, kwargs), torch_rng(device)
-        with ValueReads() as reads, pyro.validation_enabled(False):  # validation reads values
-            names = tuple(run(args, kwargs, Predictions()))  # a scratch description of the sites
-
-        def chunk(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
-            outputs = run(*with_tensors(args, kwargs, tensors), Predictions())
-            return tuple(outputs[n] for n in names)
-
-        set_torch_rng(start, device)
-        graph = None
-        if reads.first is None:
-            with torch.no_grad(), pyro.validation_enabled(False):
-                graph, _ = record_loss(chunk, tensors, 0, False, detaches=True)  # None: eager chunks
-        set_torch_rng(start, device)
-        if graph is None:
-            self.eager.add(key)
-            return run(args, kwargs, meta)
-        graph = torch.no_grad()(graph)  # without its detaches, it runs without gradients
-        replayed, expected, same_draws = side_by_side(
-            lambda: dict(zip(names, graph(*tensors), strict=True)), lambda: run(args, kwargs, meta), device
-        )
-        if same_draws and _agree(replayed, expected):
-            self.graphs[key] = [graph, names, 1]
-        else:
-            self.eager.add(key)
-        return expected  # as the user has Pyro's validation
+        """One chunk's outputs: from its graph where the route has one for what its guard reads now,
+        else from ``run`` (which records one where the call has at least :data:`RECORD_FROM` chunks
+        of this ``size``: ``count``); ``first``: the call's first chunk, which describes the sites in
+        ``meta``."""
+        with torch.no_grad(), pyro.validation_enabled(False):
+            key = (size, signature(args, kwargs))
+            route = self.routes.get(key, args, kwargs)
+            if route.eager or (route.guard is None and count < RECORD_FROM):
+                return run(args, kwargs, meta)
+            graph = None if route.guard is None else graph_for(route)
+            described = self.descriptions.get(key)
+            if graph is not None and described is not None:
+                outputs, observed = graph(*tensors_of(args, kwargs))
+                if first:
+                    meta.kinds.update(described[0])
+                    meta.distributions.update(described[1])
+                    meta.observed.update(observed)
+                return dict(outputs)
+            if route.eager:
+                return run(args, kwargs, meta)
+            roots = object_roots(self.model(), self.guide()) if route.guard is None else route.guard.roots
+            fn = _chunk(run, meta)
+            outputs, _ = record_call(route, self.routes, fn, (), args, kwargs, roots, detaches=True)
+            self.descriptions[key] = (dict(meta.kinds), dict(meta.distributions))
+            return dict(outputs)
 
 
-def _agree(a: Outputs, b: Outputs) -> bool:
-    return a.keys() == b.keys() and all(same(a[k], b[k]) for k in b)
+def _chunk(run: Run, meta: Any) -> Callable[..., tuple[Outputs, dict]]:
+    """A chunk as a function of the call's arguments: its outputs and its observed values."""
+
+    def chunk(*args: Any, **kwargs: Any) -> tuple[Outputs, dict]:
+        description = Predictions()
+        outputs = run(args, kwargs, description)
+        meta.kinds.update(description.kinds)
+        meta.distributions.update(description.distributions)
+        meta.observed.update(description.observed)
+        return outputs, dict(description.observed)
+
+    return chunk
+
+
+def _ref(value: Any) -> Callable[[], Any]:
+    try:
+        return weakref.ref(value)
+    except TypeError:
+        return lambda: value

@@ -168,3 +168,35 @@ def test_init_sites_to_starts_the_named_sites_and_the_rest_by_the_fallback():
     assert init_sites_to({"tau": 1.0}).keywords["fallback"] is init_to_fan_in
     with pytest.raises(ValueError, match="the start of site 'tau' must be a finite number, got nan"):
         init_sites_to({"tau": float("nan")})
+
+
+def _median_model():
+    """Pyro's autoguide test_median model: a Normal, a LogNormal and a Beta site."""
+    pyro.sample("x", dist.Normal(0.0, 2.0))
+    pyro.sample("y", dist.LogNormal(0.0, 0.5))
+    pyro.sample("z", dist.Beta(2.0, 2.0))
+
+
+@pytest.mark.parametrize(
+    "loss", [pyro.infer.JitTrace_ELBO, pyro.infer.JitTraceGraph_ELBO, pyro.infer.JitTraceEnum_ELBO]
+)
+def test_pyros_jit_losses_are_refused_by_name(loss):
+    """Under Pyro's JIT losses TorchScript froze the guide's transforms (the LogNormal site's
+    median came out 0.37, a point mass's answer, instead of 1.0, without an error): refused."""
+    guide = DropoutGuide(_median_model)
+    svi = pyro.infer.SVI(_median_model, guide, pyro.optim.Adam({"lr": 0.02}), loss())
+    with pytest.raises(NotImplementedError, match=r"DropoutGuide cannot run under Pyro's JIT losses"):
+        svi.step()
+
+
+def test_the_median_models_sites_fit_under_trace_elbo():
+    """The same model under Trace_ELBO: the point estimates reach the sites' modes."""
+    pyro.set_rng_seed(0)
+    guide = DropoutGuide(_median_model)
+    svi = pyro.infer.SVI(_median_model, guide, pyro.optim.Adam({"lr": 0.02}), pyro.infer.Trace_ELBO())
+    for _ in range(500):
+        svi.step()
+    median = guide.median()
+    assert abs(float(median["x"])) < 0.05  # the modes: 0, exp(-0.25) = 0.78, 0.5
+    assert float(median["y"]) == pytest.approx(0.7788, abs=0.05)
+    assert float(median["z"]) == pytest.approx(0.5, abs=0.05)

@@ -8,6 +8,7 @@ import torch
 
 from pyro_dropout import DropoutELBO, DropoutGuide
 from pyro_dropout.infer import CompiledSVI
+from pyro_dropout.infer.recorded.graph import RECORD_AT
 from pyro_dropout.nn import MLP
 
 R, N, D = 2, 30, 3
@@ -111,10 +112,13 @@ def test_a_graph_is_freed_with_its_svi():
     batches = _batches()
     for _ in range(3):
         svi = _svi(concrete=False)
-        for x, y in batches[:4]:  # two shapes: two graphs
-            svi.step(x, y)
-        assert len(svi._graph_loss.recorded.graphs) == 2
-        graph = weakref.ref(next(iter(svi._graph_loss.recorded.graphs.values())))
+        for _ in range(RECORD_AT):
+            for x, y in batches[:4]:  # two shapes: two graphs
+                svi.step(x, y)
+        routes = list(svi._graph_loss.recorded.routes.by_key.values())
+        assert [len(r.graphs) for r in routes] == [1, 1]
+        graph = weakref.ref(next(iter(routes[0].graphs.values()))[0])
+        del routes
         del svi
         gc.collect()
         assert graph() is None

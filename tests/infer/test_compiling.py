@@ -1,6 +1,7 @@
 """``graph="compile"``: the loss recorded and compiled by ``torch.compile`` trains as the eager loss
 (same draws, same updates), falls back to the recorded graph with a warning where it cannot
-compile, and keeps the input checks."""
+compile, and keeps the input checks. (Every step under changing Python values:
+``test_exact_steps.py``.)"""
 
 import warnings
 
@@ -11,6 +12,7 @@ from pyro.infer import SVI
 
 from pyro_dropout import BBAlpha, DropoutELBO, DropoutGuide
 from pyro_dropout.infer import CompiledSVI, GraphLoss
+from pyro_dropout.infer.recorded.graph import RECORD_AT
 from pyro_dropout.nn import MLP
 
 
@@ -27,6 +29,20 @@ def _fit(loss, steps=12, model=None, svi_class=SVI):
         losses.append(svi.step(x, x.sum(-1), num_data=100))
     params = {k: v.detach().clone() for k, v in pyro.get_param_store().items()}
     return losses, params
+
+
+def _routes(graph_loss):
+    return list(graph_loss.recorded.routes.by_key.values())
+
+
+def _graphs(graph_loss):
+    return sum(len(r.graphs) for r in _routes(graph_loss))
+
+
+def _until_recorded(graph_loss, args, kwargs):
+    """Call a GraphLoss until its signature is recorded (its first call finds the parameters)."""
+    for _ in range(RECORD_AT + 1):
+        graph_loss(args, kwargs)
 
 
 def _loss_and_grads(loss_fn, params):
@@ -58,12 +74,11 @@ def test_the_compiled_loss_gives_the_eager_loss_and_gradients(make, concrete):
     guide = DropoutGuide(model, concrete=True) if concrete else DropoutGuide(model, dropout=0.2)
     x = torch.randn(16, 3, generator=torch.Generator().manual_seed(2))
     args, kwargs = (x, x.sum(-1)), {"num_data": 100}
-    compiled = GraphLoss(make(), model, guide, "compile", default=False)
-    compiled(args, kwargs)  # eager: creates the parameters
+    compiled = GraphLoss(make(), model, guide, "compile")
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*without compiling")  # no fallback to the graph
-        compiled(args, kwargs)  # records and compiles
-    assert compiled.recorded.compiled and len(compiled.recorded.graphs) == 1
+        _until_recorded(compiled, args, kwargs)  # records and compiles
+    assert _routes(compiled)[0].compiled and _graphs(compiled) == 1
     params = [pyro.param(name).unconstrained() for name in compiled.names]
     eager = make()
     eager.differentiable_loss(model, guide, *args, **kwargs)  # its first call guesses the plate nesting
@@ -86,8 +101,8 @@ def test_a_frozen_parameter_gets_its_own_graph():
     guide = DropoutGuide(model, dropout=0.2)
     x = torch.randn(16, 3, generator=torch.Generator().manual_seed(2))
     args, kwargs = (x, x.sum(-1)), {"num_data": 100}
-    compiled = GraphLoss(DropoutELBO(), model, guide, "compile", default=False)
-    compiled(args, kwargs)  # eager: creates the parameters
+    compiled = GraphLoss(DropoutELBO(), model, guide, "compile")
+    _until_recorded(compiled, args, kwargs)
     params = [pyro.param(name).unconstrained() for name in compiled.names]
     eager = DropoutELBO()
     eager.differentiable_loss(model, guide, *args, **kwargs)
@@ -96,6 +111,10 @@ def test_a_frozen_parameter_gets_its_own_graph():
         for p in params:
             p.requires_grad_(p is not frozen)
         live = [p for p in params if p is not frozen]
+        for _ in range(RECORD_AT):  # this pattern's signature recorded (and compiled)
+            compiled(args, kwargs)
+        for p in live:
+            p.grad = None
         _, eager_grads = _loss_and_grads(
             lambda: eager.differentiable_loss(model, guide, *args, **kwargs), live
         )
@@ -103,7 +122,8 @@ def test_a_frozen_parameter_gets_its_own_graph():
         assert frozen is None or frozen.grad is None
         for a, b in zip(eager_grads, grads, strict=True):
             assert torch.allclose(a, b, rtol=1e-4, atol=1e-4 * a.abs().max().item())
-    assert compiled.recorded.compiled and len(compiled.recorded.graphs) == 2
+    # the first signature compiled; the frozen pattern, a later one, recorded until COMPILE_AFTER calls
+    assert sorted(r.compiled for r in _routes(compiled)) == [False, True] and _graphs(compiled) == 2
 
 
 @pytest.mark.slow
@@ -137,13 +157,13 @@ class ReadsAValue(MLP):
 def test_a_loss_that_reads_a_value_runs_eagerly_and_says_where():
     eager, eager_params = _fit(DropoutELBO(graph="eager"), model=ReadsAValue(3, 1, hidden=(8,)))
     loss = DropoutELBO(graph="compile")
-    with pytest.warns(UserWarning, match=r"reads a tensor's value in Python at .*test_compiling\.py:\d+"):
-        steps, params = _fit(loss, model=ReadsAValue(3, 1, hidden=(8,)))
+    steps, params = _fit(loss, model=ReadsAValue(3, 1, hidden=(8,)))
     assert steps == pytest.approx(eager, rel=1e-6)  # the eager loss itself
     for name in eager_params:
         assert torch.allclose(params[name], eager_params[name], atol=1e-6), name
     (graph,) = loss.graph_losses.values()
-    assert graph.recorded.eager and not graph.recorded.graphs
+    assert _routes(graph)[0].eager and not _graphs(graph)
+    assert "reads a tensor's value" in loss.explain() and "test_compiling.py" in loss.explain()
 
 
 def test_where_it_cannot_compile_it_warns_and_runs_the_recorded_graph(monkeypatch):
@@ -163,7 +183,7 @@ def test_where_it_cannot_compile_it_warns_and_runs_the_recorded_graph(monkeypatc
     for name in eager_params:
         assert torch.allclose(params[name], eager_params[name], atol=1e-5), name
     (graph,) = loss.graph_losses.values()
-    assert len(graph.recorded.graphs) == 1 and not graph.recorded.eager
+    assert _graphs(graph) == 1 and not _routes(graph)[0].eager
 
 
 def test_inputs_are_still_checked():
@@ -195,23 +215,24 @@ def test_compiled_svi_rejects_an_unknown_mode_and_the_old_switch():
 def _compile_counter(monkeypatch):
     """Replace the compiler by the plain recording, counting the input shapes it is asked to compile."""
     from pyro_dropout.infer.recorded import graph as graph_module
+    from pyro_dropout.infer.recorded import routes
 
     asked: list[tuple[int, ...]] = []
-    record = graph_module.record_loss
+    record = routes.record_loss
 
-    def count(fn, inputs, num_params, compile):
+    def count(fn, args, kwargs, params, compile, detaches=False):
         if compile:
-            asked.append(tuple(inputs[num_params].shape))
-        return record(fn, inputs, num_params, False)
+            asked.append(tuple(args[0].shape))
+        return record(fn, args, kwargs, params, False, detaches)
 
-    monkeypatch.setattr(graph_module, "record_loss", count)
-    monkeypatch.setattr(graph_module, "COMPILE_AFTER", 3)
+    monkeypatch.setattr(routes, "record_loss", count)
+    monkeypatch.setattr(graph_module, "COMPILE_AFTER", RECORD_AT + 3)
     return asked
 
 
 def test_a_later_batch_size_runs_its_graph_until_it_has_been_called_often(monkeypatch):
-    # the first input shape compiles at once; the short batch runs its recorded graph (no wait for
-    # the compiler) and compiles only after COMPILE_AFTER calls
+    # the first input shape compiles when it is recorded; the short batch runs its recorded graph
+    # (no wait for the compiler) and compiles only after COMPILE_AFTER calls
     asked = _compile_counter(monkeypatch)
     pyro.set_rng_seed(0)
     pyro.clear_param_store()
@@ -219,14 +240,15 @@ def test_a_later_batch_size_runs_its_graph_until_it_has_been_called_often(monkey
     loss = DropoutELBO(graph="compile")
     svi = SVI(model, DropoutGuide(model, dropout=0.2), pyro.optim.Adam({"lr": 1e-2}), loss)
     x16, x5 = torch.randn(16, 3), torch.randn(5, 3)
-    svi.step(x16, x16.sum(-1), num_data=100)  # eager: finds the parameters
-    svi.step(x16, x16.sum(-1), num_data=100)
+    for _ in range(RECORD_AT + 1):  # the first step finds the parameters, eagerly
+        svi.step(x16, x16.sum(-1), num_data=100)
     assert asked == [(16, 3)]
-    for calls in range(1, 5):
+    for calls in range(1, RECORD_AT + 5):
         svi.step(x5, x5.sum(-1), num_data=100)
-        assert asked == [(16, 3)] + [(5, 3)] * (calls > 3), calls
+        assert asked == [(16, 3)] + [(5, 3)] * (calls > RECORD_AT + 3), calls
     (graph,) = loss.graph_losses.values()
-    assert len(graph.recorded.graphs) == 2 and graph.recorded.compiled == set(graph.recorded.calls)
+    routes = _routes(graph)
+    assert [len(r.graphs) for r in routes] == [1, 1] and [r.compiled for r in routes] == [True, True]
 
 
 @pytest.mark.slow
@@ -235,13 +257,13 @@ def test_a_later_batch_size_runs_its_recorded_graph_and_gives_the_eager_loss():
     model = MLP(3, 1, hidden=(8,))
     guide = DropoutGuide(model, dropout=0.2)
     x16, x5 = torch.randn(16, 3), torch.randn(5, 3)
-    compiled = GraphLoss(DropoutELBO(), model, guide, "compile", default=False)
-    compiled((x16, x16.sum(-1)), {"num_data": 100})  # eager: creates the parameters
+    compiled = GraphLoss(DropoutELBO(), model, guide, "compile")
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*without compiling")  # no fallback to the graph
-        compiled((x16, x16.sum(-1)), {"num_data": 100})  # records and compiles
-        compiled((x5, x5.sum(-1)), {"num_data": 100})  # recorded, not compiled
-    assert len(compiled.recorded.graphs) == 2 and len(compiled.recorded.compiled) == 1
+        _until_recorded(compiled, (x16, x16.sum(-1)), {"num_data": 100})  # records and compiles
+        for _ in range(RECORD_AT):
+            compiled((x5, x5.sum(-1)), {"num_data": 100})  # recorded, not compiled
+    assert _graphs(compiled) == 2 and [r.compiled for r in _routes(compiled)] == [True, False]
     eager = DropoutELBO(graph="eager")
     eager.differentiable_loss(model, guide, x5, x5.sum(-1), num_data=100)  # guesses the plate nesting
     pyro.set_rng_seed(3)

@@ -1,11 +1,9 @@
-"""The losses' default: eager for the first steps of each input shape, recorded after (never
-compiled), the same training as ``graph="eager"`` draw for draw, and eager without a word where
-a graph cannot be exact;
-spot checks of every graph's value and gradient against the eager loss
-(:mod:`pyro_dropout.infer.recorded.checks`)."""
+"""The losses' default, ``graph="record"``: eager for each call signature's first calls, recorded at
+its RECORD_AT-th and replayed under its guard after, the same training as ``graph="eager"`` draw for
+draw, eager without a word where no guard can cover the loss (``explain()`` says why), and bad inputs
+named on every path."""
 
 import copy
-import itertools
 import warnings
 
 import pyro
@@ -14,11 +12,10 @@ import torch
 from pyro.infer import SVI
 
 from pyro_dropout import BBAlpha, DropoutELBO, DropoutGuide
-from pyro_dropout.infer.recorded.checks import CHECK_EVERY, SpotChecks
-from pyro_dropout.infer.recorded.graph import WARM_UP
+from pyro_dropout.infer.recorded.graph import RECORD_AT
 from pyro_dropout.nn import MLP
 
-STEPS = WARM_UP + 12  # past the eager warm-up: recorded steps, spot-checked ones among them
+STEPS = RECORD_AT + 12  # past the eager calls: recorded steps
 
 
 def _fit(loss, steps=STEPS, sizes=(16,)):
@@ -35,6 +32,11 @@ def _fit(loss, steps=STEPS, sizes=(16,)):
     return losses
 
 
+def _routes(loss):
+    (graph,) = loss.graph_losses.values()
+    return list(graph.recorded.routes.by_key.values())
+
+
 @pytest.mark.parametrize(
     "make",
     [
@@ -44,42 +46,43 @@ def _fit(loss, steps=STEPS, sizes=(16,)):
     ],
     ids=["elbo", "elbo-per-example", "bbalpha"],
 )
-def test_the_default_records_after_the_warm_up_and_trains_as_eager(make):
+def test_the_default_records_at_its_call_and_trains_as_eager(make):
     loss = make()
-    assert loss.graph == "record" and loss.graph_default
+    assert loss.graph == "record"
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the default says nothing
         losses = _fit(loss)
-    (graph,) = loss.graph_losses.values()
-    assert len(graph.recorded.graphs) == 1 and graph.recorded.checks.calls == STEPS - 1 - WARM_UP
+    (route,) = _routes(loss)
+    # the first step finds the parameters (eager, outside the routes); the route's calls before
+    # RECORD_AT run eagerly, its RECORD_AT-th records (the step itself eager), the rest replay
+    assert len(route.graphs) == 1 and route.records == 1 and route.replays == STEPS - 1 - RECORD_AT
     # the same draws as the eager loss: the graph keeps every random draw, even an unused one
     # (per-example masks draw the guide's per-draw mask too), so the numbers agree to rounding
     assert losses == pytest.approx(_fit(make(graph="eager")), rel=1e-5)
+    assert "recorded graph, guarded on every call" in loss.explain()
 
 
 def test_a_short_fit_is_never_recorded():
     loss = DropoutELBO()
-    _fit(loss, steps=WARM_UP)
-    (graph,) = loss.graph_losses.values()
-    assert not graph.recorded.graphs
+    _fit(loss, steps=RECORD_AT)
+    (route,) = _routes(loss)
+    assert not route.graphs and route.records == 0
+    assert f"eager until its call {RECORD_AT}" in loss.explain()
 
 
 def test_a_shape_seen_rarely_is_not_recorded():
-    """Each batch size counts its own eager steps: one seen in a step of four (a last batch)
-    waits four times as long; every size here has fewer than WARM_UP steps."""
+    """Each batch size counts its own calls: every size here has fewer than RECORD_AT."""
     loss = DropoutELBO()
-    _fit(loss, steps=3 * WARM_UP, sizes=(16, 15, 14, 13))
-    (graph,) = loss.graph_losses.values()
-    assert not graph.recorded.graphs
+    _fit(loss, steps=4 * (RECORD_AT - 1), sizes=(16, 15, 14, 13))
+    assert all(not r.graphs and r.records == 0 for r in _routes(loss))
 
 
-def test_a_loss_reading_a_value_runs_eagerly_without_a_warning():
-    """Where ``graph="record"`` warns, the default (which never asked for a graph) is silent, and exact."""
+class Reads(MLP):
+    def forward(self, x, y=None):
+        return super().forward(x if float(x.mean()) > 0 else -x, y)
 
-    class Reads(MLP):
-        def forward(self, x, y=None):
-            return super().forward(x if float(x.mean()) > 0 else -x, y)
 
+def test_a_loss_reading_a_value_runs_eagerly_without_a_warning_and_explains_where():
     pyro.clear_param_store()
     model = Reads(3, 1, hidden=(8,))
     loss = DropoutELBO()
@@ -88,11 +91,13 @@ def test_a_loss_reading_a_value_runs_eagerly_without_a_warning():
         warnings.simplefilter("error")
         for step in range(STEPS):
             svi.step(torch.randn(16, 3) + (-1) ** step, torch.randn(16))
-    (graph,) = loss.graph_losses.values()
-    assert "reads a tensor's value" in graph.recorded.eager and not graph.recorded.graphs
+    (route,) = _routes(loss)
+    assert not route.graphs
+    assert "reads a tensor's value" in route.eager and "test_graph_default.py" in route.eager
+    assert "if float(x.mean()) > 0" in loss.explain()
 
 
-def test_parameters_outside_the_store_run_eagerly_by_default():
+def test_parameters_outside_the_store_run_eagerly():
     pyro.clear_param_store()
     with pyro.settings.context(module_local_params=True):
         model = MLP(3, 1, hidden=(8,))
@@ -101,7 +106,8 @@ def test_parameters_outside_the_store_run_eagerly_by_default():
         for _ in range(STEPS):
             assert torch.isfinite(torch.tensor(svi.step(torch.randn(16, 3), torch.randn(16))))
     (graph,) = loss.graph_losses.values()
-    assert graph.outside and not graph.recorded.graphs
+    assert graph.outside and not graph.recorded.routes.by_key
+    assert "not in Pyro's param store" in loss.explain()
 
 
 def test_one_loss_object_keeps_few_models_and_copies_without_graphs():
@@ -110,58 +116,25 @@ def test_one_loss_object_keeps_few_models_and_copies_without_graphs():
         _fit(loss, steps=2)
     assert len(loss.graph_losses) == 4  # the latest models only: the earlier ones are freed
     copied = copy.deepcopy(loss)
-    assert "graph_losses" not in vars(copied) and copied.graph == "record" and copied.graph_default
+    assert "graph_losses" not in vars(copied) and copied.graph == "record"
 
 
-def test_spot_checks_come_at_doubling_intervals_up_to_the_cap():
-    checks, due = SpotChecks(), []
-    for call in range(1, 2000):
-        if checks.calls + 1 == checks.due:
-            due.append(call)
-        checks.run(lambda: torch.tensor(1.0), (), 0, lambda: torch.tensor(1.0))
-    assert due[:7] == [1, 2, 4, 8, 16, 32, 96]
-    gaps = [b - a for a, b in itertools.pairwise(due)]
-    assert max(gaps) == CHECK_EVERY and gaps[-1] == CHECK_EVERY
-
-
-def test_a_spot_check_compares_values_and_gradients():
-    checks = SpotChecks()
-    checks.run(lambda: torch.tensor(2.0), (), 0, lambda: torch.tensor(1.0))
-    assert "the graph gave 2 where the loss run eagerly gives 1" in checks.stale
-    checks = SpotChecks()  # rounding is not a change: within RTOL of the loss's size
-    assert float(checks.run(lambda: torch.tensor(1000.5), (), 0, lambda: torch.tensor(1000.0))) == 1000.5
-    assert not checks.stale
-    w = torch.ones(3, requires_grad=True)
-    checks = SpotChecks()  # the same value, another gradient
-    checks.run(lambda w: (w * w).sum(), (w,), 1, lambda: w.sum())  # 3 both, gradients 2 and 1
-    assert "gradient differs" in checks.stale
-
-
-SCALE = {"value": 1.0}  # a global the model reads: no key can see it change
-
-
-class Scaled(MLP):
-    def forward(self, x, y=None):
-        return super().forward(x * SCALE["value"], y)
-
-
-def test_the_default_records_again_a_graph_that_a_global_change_made_stale():
+def test_a_step_inside_a_pyro_handler_runs_eagerly():
+    """poutine.scale around the step: a replayed graph would bypass it, so the step is eager."""
     pyro.clear_param_store()
     pyro.set_rng_seed(0)
-    model = Scaled(3, 1, hidden=(8,))
-    svi = SVI(model, DropoutGuide(model, dropout=0.2), pyro.optim.Adam({"lr": 1e-2}), DropoutELBO())
+    model = MLP(3, 1, hidden=(8,))
+    loss = DropoutELBO()
+    svi = SVI(model, DropoutGuide(model, dropout=0.2), pyro.optim.SGD({"lr": 0.0}), loss)
     x = torch.randn(16, 3)
-    try:
-        for _ in range(WARM_UP + 4):
-            svi.step(x, x.sum(-1))  # recorded, and the first checks passed
-        SCALE["value"] = 3.0
-        with pytest.warns(
-            UserWarning, match="a value outside the model's and guide's modules .* recorded again"
-        ):
-            for _ in range(CHECK_EVERY):
-                svi.step(x, x.sum(-1))
-    finally:
-        SCALE["value"] = 1.0
+    for _ in range(STEPS):
+        plain = svi.step(x, x.sum(-1))
+    pyro.set_rng_seed(5)
+    with pyro.poutine.scale(scale=2.0):
+        scaled = svi.step(x, x.sum(-1))
+    pyro.set_rng_seed(5)
+    assert scaled == pytest.approx(2 * svi.step(x, x.sum(-1)), rel=1e-5) and plain == plain
+    assert "calls inside Pyro's ScaleMessenger ran eagerly" in loss.explain()
 
 
 @pytest.mark.parametrize("traced", [False, True], ids=["eager-steps", "recorded-steps"])
@@ -172,7 +145,7 @@ def test_an_input_holding_nan_is_named_and_nothing_is_updated(traced, arg):
     model = MLP(3, 1, hidden=(8,))
     svi = SVI(model, DropoutGuide(model, dropout=0.2), pyro.optim.Adam({"lr": 1e-2}), DropoutELBO())
     x = torch.randn(16, 3)
-    for _ in range(WARM_UP + 2 if traced else 2):
+    for _ in range(RECORD_AT + 2 if traced else 2):
         svi.step(x, x.sum(-1), num_data=100)
     before = {k: v.detach().clone() for k, v in pyro.get_param_store().items()}
     inputs = [x.clone(), x.sum(-1)]

@@ -1,5 +1,5 @@
 """``DropoutELBO(graph="record")`` / ``BBAlpha(..., graph="record")`` in plain ``SVI``: the same
-training as the eager loss, one graph per input shape, and clear errors."""
+training as the eager loss, one route per input shape, and clear errors."""
 
 import warnings
 
@@ -9,7 +9,7 @@ import torch
 from pyro.infer import SVI
 
 from pyro_dropout import BBAlpha, DropoutELBO, DropoutGuide
-from pyro_dropout.infer.recorded.graph import WARM_UP
+from pyro_dropout.infer.recorded.graph import RECORD_AT
 from pyro_dropout.nn import MLP
 
 
@@ -29,9 +29,13 @@ def _fit(loss, steps=30, shapes=(16,), concrete=False, hidden=(8,)):
     return losses, params
 
 
-def _graphs(loss):
+def _routes(loss):
     (graph,) = loss.graph_losses.values()
-    return graph.recorded.graphs
+    return list(graph.recorded.routes.by_key.values())
+
+
+def _graphs(loss):
+    return [g for route in _routes(loss) for g, _ in route.graphs.values()]
 
 
 @pytest.mark.parametrize(
@@ -65,7 +69,7 @@ def test_masks_of_one_size_stay_independent_in_the_graph():
     assert graph_losses == pytest.approx(eager_losses, rel=1e-4)
     for name in eager:
         assert torch.allclose(eager[name], recorded[name], atol=1e-5), name
-    (graph,) = _graphs(loss).values()
+    (graph,) = _graphs(loss)
     targets = [str(n.target) for n in graph.graph.nodes if n.op == "call_function"]
     assert sum("bernoulli_keep" in t for t in targets) == 3  # one draw per layer, none merged
     assert not any("sym_size" in t for t in targets)  # a graph made per shape holds no sizes
@@ -73,9 +77,9 @@ def test_masks_of_one_size_stay_independent_in_the_graph():
 
 def test_one_graph_per_input_shape():
     loss = DropoutELBO(graph="record")
-    _fit(loss, steps=9, shapes=(16, 7, 16))
+    _fit(loss, steps=3 * RECORD_AT + 1, shapes=(16, 7, 16))
     (graph,) = loss.graph_losses.values()
-    assert len(graph.recorded.graphs) == 2 and len(graph.names) > 0
+    assert len(_graphs(loss)) == 2 and len(graph.names) > 0
 
 
 def test_a_cleared_param_store_starts_again_eagerly():
@@ -95,16 +99,6 @@ def test_bad_inputs_are_still_named_on_the_recorded_path():
         SVI(graph.model, graph.guide, pyro.optim.Adam({"lr": 1e-2}), loss).step(x, x.sum(-1), num_data=100)
 
 
-@pyro.settings.context(module_local_params=True)
-def test_parameters_outside_the_param_store_are_named():
-    model = MLP(3, 1, hidden=(8,))
-    guide = DropoutGuide(model, dropout=0.2)
-    svi = SVI(model, guide, pyro.optim.Adam({"lr": 1e-2}), DropoutELBO(graph="record"))
-    x = torch.randn(4, 3)
-    with pytest.raises(ValueError, match=r"DropoutELBO: the parameters .* not in Pyro's param store"):
-        svi.step(x, x.sum(-1))
-
-
 @pytest.mark.parametrize("old", ["jit", "jit_compile"])
 def test_the_old_switches_are_named(old):
     with pytest.raises(TypeError, match=f"{old}= was replaced by graph="):
@@ -119,7 +113,7 @@ class Unused(MLP):
         return super().forward(x, y)
 
 
-def _fit_unused(loss, steps=WARM_UP + 8):
+def _fit_unused(loss, steps=RECORD_AT + 8):
     pyro.set_rng_seed(0)
     pyro.clear_param_store()
     g = torch.Generator().manual_seed(1)
@@ -132,15 +126,14 @@ def test_a_draw_whose_value_is_unused_stays_in_the_graph():
     """An in-place draw is kept by the recorder, so every later mask is the eager loss's."""
     loss = DropoutELBO(graph="record")
     assert _fit_unused(loss) == pytest.approx(_fit_unused(DropoutELBO(graph="eager")), rel=1e-4)
-    assert not loss.graph_losses[next(iter(loss.graph_losses))].recorded.eager
+    assert [r.eager for r in _routes(loss)] == [""] and len(_graphs(loss)) == 1
 
 
-@pytest.mark.parametrize("graph, warns", [("record", True), (None, False)])
-def test_a_graph_that_draws_otherwise_is_refused_at_recording(monkeypatch, graph, warns):
+def test_a_graph_that_draws_otherwise_is_refused_at_recording(monkeypatch):
     """A graph that moves the generator otherwise than the eager loss (a draw more, here) would
     draw every later mask apart from it: checked once, when the graph is made, the loss then runs
-    eagerly, with a warning under graph="record" and without at the default."""
-    from pyro_dropout.infer.recorded import graph as recorded_graph
+    eagerly, and ``explain()`` says why."""
+    from pyro_dropout.infer.recorded import routes
 
     def record_with_a_draw_more(*args, **kwargs):
         run, why = record_loss(*args, **kwargs)
@@ -151,21 +144,20 @@ def test_a_graph_that_draws_otherwise_is_refused_at_recording(monkeypatch, graph
 
         return drawing, why
 
-    record_loss = recorded_graph.record_loss
-    monkeypatch.setattr(recorded_graph, "record_loss", record_with_a_draw_more)
-    loss = DropoutELBO(graph=graph)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    record_loss = routes.record_loss
+    monkeypatch.setattr(routes, "record_loss", record_with_a_draw_more)
+    loss = DropoutELBO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         losses = _fit_unused(loss)
     assert losses == pytest.approx(_fit_unused(DropoutELBO(graph="eager")), rel=1e-6)
-    (recorded,) = loss.graph_losses.values()
-    assert "other random numbers" in recorded.recorded.eager and not recorded.recorded.graphs
-    said = [w for w in caught if "other random numbers" in str(w.message)]
-    assert bool(said) == warns
+    (route,) = _routes(loss)
+    assert "other random numbers" in route.eager and not route.graphs
+    assert "other random numbers" in loss.explain()
 
 
-def test_a_warning_points_at_the_users_line():
-    """The recorded loss's warnings name the line of the user's ``svi.step``, not the library's."""
+def test_explain_points_at_the_users_line():
+    """Why a loss runs eagerly names the line of the user's code that read a value."""
 
     class Reads(MLP):
         def forward(self, x, y=None, num_data=None):
@@ -173,11 +165,9 @@ def test_a_warning_points_at_the_users_line():
 
     pyro.clear_param_store()
     model = Reads(3, 1, hidden=(8,))
-    svi = SVI(
-        model, DropoutGuide(model, dropout=0.2), pyro.optim.Adam({"lr": 1e-2}), DropoutELBO(graph="record")
-    )
+    loss = DropoutELBO(graph="record")
+    svi = SVI(model, DropoutGuide(model, dropout=0.2), pyro.optim.Adam({"lr": 1e-2}), loss)
     x = torch.randn(16, 3)
-    svi.step(x, x.sum(-1))  # eager: finds the parameters
-    with pytest.warns(UserWarning, match="reads a tensor's value") as caught:
+    for _ in range(RECORD_AT + 1):
         svi.step(x, x.sum(-1))
-    assert [w.filename for w in caught if "reads a tensor" in str(w.message)] == [__file__]
+    assert f"{__file__}:" in loss.explain() and "float(x.mean()) < 1e30" in loss.explain()

@@ -1,23 +1,29 @@
-"""Recorded graphs that cannot lie: a loss that branches on its data runs eagerly with a warning
-naming the line, a changed model attribute makes a new graph, and a changed global is found by a
-spot check within CHECK_EVERY steps and recorded again (:mod:`pyro_dropout.infer.recorded`). Each
-case here gave a wrong loss in a recording that did not look (40.8 against the eager 28.8 for the
-branch, 266.8 against 23.3 for the attribute)."""
+"""Recorded graphs that cannot lie: a loss that branches on its data runs eagerly and says where, a
+changed model attribute or mode or loss setting is seen at the next step, what changes at most steps
+ends eager, the guard's quick check agrees with a full reading after every kind of change, and what
+no guard can cover (the clock, Python's random numbers, a print, a write to a global, a changed
+container) runs eagerly with its reason (:mod:`pyro_dropout.guards`). Each case here once gave a
+wrong loss in a recording that did not look (40.8 against the eager 28.8 for the branch, 266.8
+against 23.3 for the attribute)."""
 
+import random
+import time
 import warnings
 
 import pyro
 import pyro.distributions as dist
 import pytest
 import torch
+from pyro import poutine
 from pyro.infer import SVI
 from pyro.nn import PyroModule
 
 from pyro_dropout import BBAlpha, CompiledSVI, DropoutELBO, DropoutGuide
-from pyro_dropout.infer.recorded.checks import CHECK_EVERY
+from pyro_dropout.guards import Guard, object_roots
+from pyro_dropout.infer.recorded.graph import RECORD_AT
 from pyro_dropout.nn import MLP, Linear
 
-SHIFT = {"value": 0.0}  # a global the model reads: no trace can see it change
+LOG: list = []  # a global a forward appends to
 
 
 class Branchy(PyroModule):
@@ -28,28 +34,31 @@ class Branchy(PyroModule):
         self.hidden, self.out = Linear(1, 16), Linear(16, 1)
         self.noise, self.branch = 1.0, branch
 
-    def forward(self, x, y=None):
-        mean = self.out(torch.relu(self.hidden(x))).squeeze(-1) + SHIFT["value"]
+    def mean(self, x):
+        mean = self.out(torch.relu(self.hidden(x))).squeeze(-1)
         if self.branch and x.mean() > 0:
             mean = mean + 10.0
+        return mean
+
+    def forward(self, x, y=None):
+        mean = self.mean(x)
         with pyro.plate("data", x.shape[0]):
             pyro.sample("obs", dist.Normal(mean, self.noise), obs=y)
         return mean
 
 
-def _setup(loss, branch=True, compiled=False):
+def _setup(loss, model=None, compiled=False):
     pyro.clear_param_store()
     pyro.set_rng_seed(0)
-    model = Branchy(branch)
+    model = Branchy(False) if model is None else model
     guide = DropoutGuide(model, dropout=0.1)
     if compiled:
         return model, guide, CompiledSVI(model, guide, pyro.optim.Adam({"lr": 0.0}), loss, graph="record")
-    svi = SVI(model, guide, pyro.optim.Adam({"lr": 0.0}), loss)
-    return model, guide, svi
+    return model, guide, SVI(model, guide, pyro.optim.Adam({"lr": 0.0}), loss)
 
 
 def _eager(model, guide, x, y):
-    elbo = DropoutELBO()
+    elbo = DropoutELBO(graph="eager")
     elbo.loss(model, guide, x, y)  # its first call guesses the plates, drawing once
     pyro.set_rng_seed(3)
     return elbo.loss(model, guide, x, y)
@@ -60,40 +69,46 @@ def _stepped(svi, x, y):
     return svi.step(x, y)
 
 
+def _explain(svi):
+    return svi.explain() if isinstance(svi, CompiledSVI) else svi.loss_and_grads.__self__.explain()
+
+
 LOSSES = {
-    "elbo-record": (lambda: DropoutELBO(graph="record"), False),
-    "bbalpha-record": (lambda: BBAlpha(0.5, graph="record"), False),
+    "elbo": (lambda: DropoutELBO(), False),
+    "bbalpha": (lambda: BBAlpha(0.5), False),
     "compiled-svi": (lambda: DropoutELBO(), True),
 }
 X = torch.linspace(0.1, 2.0, 32).unsqueeze(-1)
 Y = torch.zeros(32)
 
 
+def _warm(svi, steps=RECORD_AT + 2):
+    for _ in range(steps):
+        svi.step(X, Y)
+
+
 @pytest.mark.parametrize("name", LOSSES)
 def test_a_loss_that_branches_on_its_data_runs_eagerly_and_names_the_line(name):
     make, compiled = LOSSES[name]
-    model, guide, svi = _setup(make(), compiled=compiled)
-    named = r"reads a tensor's value in Python at .*test_recorded_keys\.py:\d+ \(if self\.branch"
-    with pytest.warns(UserWarning, match=named):
-        for _ in range(3):
-            svi.step(X, Y)
+    model, guide, svi = _setup(make(), Branchy(True), compiled=compiled)
+    _warm(svi)
+    assert "if self.branch and x.mean() > 0" in _explain(svi)  # the line, in the user's file
     # the other branch, as the eager loss takes it (a graph would have kept the first: ~1600)
     eager = _eager(model, guide, -X, Y)
     assert eager < 500
-    if name != "bbalpha-record":  # the same objective: the same number under the same seed
+    if name != "bbalpha":  # the same objective: the same number under the same seed
         assert _stepped(svi, -X, Y) == pytest.approx(eager, rel=1e-5)
     else:
         assert _stepped(svi, -X, Y) < 500
 
 
-@pytest.mark.parametrize("name", ["elbo-record", "compiled-svi"])
-def test_a_changed_model_attribute_makes_a_new_graph(name):
+@pytest.mark.parametrize("name", ["elbo", "compiled-svi"])
+def test_a_changed_model_attribute_is_seen_at_the_next_step(name):
     make, compiled = LOSSES[name]
-    model, guide, svi = _setup(make(), branch=False, compiled=compiled)
+    model, guide, svi = _setup(make(), compiled=compiled)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # branch-free: recorded, without a word
-        for _ in range(3):
-            svi.step(X, Y)
+        _warm(svi)
         model.noise = 0.1
         assert _stepped(svi, X, Y) == pytest.approx(_eager(model, guide, X, Y), rel=1e-4)
 
@@ -101,76 +116,98 @@ def test_a_changed_model_attribute_makes_a_new_graph(name):
 class ModeDropout(Branchy):
     """A functional dropout that reads the module's mode, as a network written for PyTorch does."""
 
-    def forward(self, x, y=None):
+    def mean(self, x):
         h = torch.nn.functional.dropout(torch.relu(self.hidden(x)), 0.5, self.training)
-        mean = self.out(h).squeeze(-1)
-        with pyro.plate("data", x.shape[0]):
-            pyro.sample("obs", dist.Normal(mean, self.noise), obs=y)
+        return self.out(h).squeeze(-1)
 
 
-@pytest.mark.parametrize("name", ["elbo-record", "compiled-svi"])
-def test_the_modules_mode_is_part_of_the_key(name):
-    """``model.eval()`` after a graph was recorded in training mode: the next step records anew and
-    gives the eager loss (before, the mode was not read and the graph kept dropping for up to 63 steps)."""
+@pytest.mark.parametrize("name", ["elbo", "compiled-svi"])
+def test_the_modules_mode_is_read_by_the_guard(name):
     make, compiled = LOSSES[name]
-    pyro.clear_param_store()
-    model = ModeDropout(branch=False)
-    guide = DropoutGuide(model, dropout=0.1)
-    opt = pyro.optim.Adam({"lr": 0.0})
-    svi = (
-        CompiledSVI(model, guide, opt, make(), graph="record") if compiled else SVI(model, guide, opt, make())
-    )
+    model, guide, svi = _setup(make(), ModeDropout(False), compiled=compiled)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # recorded, then recorded anew, without a word
-        for _ in range(3):
-            svi.step(X, Y)
+        warnings.simplefilter("error")
+        _warm(svi)
         model.eval()
         assert _stepped(svi, X, Y) == pytest.approx(_eager(model, guide, X, Y), rel=1e-5)
 
 
-def test_an_attribute_changed_at_every_step_ends_in_the_eager_loss_with_a_warning():
-    model, guide, svi = _setup(DropoutELBO(graph="record"), branch=False)
-    svi.step(X, Y)
-    with pytest.warns(UserWarning, match=r"model\.noise changed at 5 of \d+ calls"):
-        for step in range(8):
-            model.noise = 1.0 + step
-            svi.step(X, Y)
+def test_a_loss_setting_changed_is_seen_at_the_next_step():
+    """``loss.alpha`` changed between steps: the objective's settings are read by the guard."""
+    loss = BBAlpha(0.5, num_particles=4)
+    model, guide, svi = _setup(loss)
+    _warm(svi)
+    loss.alpha = 1.0
+    pyro.set_rng_seed(3)
+    got = svi.step(X, Y)
+    reference = BBAlpha(1.0, num_particles=4, graph="eager")
+    reference.loss(model, guide, X, Y)
+    pyro.set_rng_seed(3)
+    assert got == pytest.approx(reference.loss(model, guide, X, Y), rel=1e-5)
+
+
+def test_an_attribute_changed_at_every_step_ends_in_the_eager_loss():
+    model, guide, svi = _setup(DropoutELBO())
+    _warm(svi)
+    for step in range(12):
+        model.noise = 1.0 + step
+        svi.step(X, Y)
+    assert "changed at most calls" in _explain(svi)
     assert _stepped(svi, X, Y) == pytest.approx(_eager(model, guide, X, Y), rel=1e-5)
 
 
-@pytest.mark.parametrize("name", ["elbo-record", "compiled-svi"])
-def test_a_global_change_is_found_by_a_spot_check_within_its_interval_and_recorded_again(name):
-    """A global is frozen in the graph unseen; a spot check (at most CHECK_EVERY steps of the graph
-    later: the bound the docs state) finds the graph and the eager loss apart, warns and records
-    again, and the next step is the eager loss's; ``retrace()`` records at once."""
-    make, compiled = LOSSES[name]
-    loss = make()
-    model, guide, svi = _setup(loss, branch=False, compiled=compiled)
-    try:
-        for _ in range(3):
-            svi.step(X, Y)
-        SHIFT["value"] = 5.0
-        stale = 0
-        with pytest.warns(UserWarning, match=r"the graph gave .* eagerly gives .*recorded again"):
-            while stale < CHECK_EVERY and not _warned(svi, X, Y):
-                stale += 1
-        assert stale < CHECK_EVERY  # the stale graph trained fewer steps than the interval
-        fresh, eager = _stepped(svi, X, Y), _eager(model, guide, X, Y)
-        assert fresh == pytest.approx(eager, rel=1e-4)
-        SHIFT["value"] = 2.0
-        (svi if compiled else loss).retrace()
-        assert _stepped(svi, X, Y) == pytest.approx(_eager(model, guide, X, Y), rel=1e-4)
-    finally:
-        SHIFT["value"] = 0.0
+class Clock(Branchy):
+    def mean(self, x):
+        return super().mean(x) + 0 * time.time()
 
 
-def _warned(svi, x, y) -> bool:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        svi.step(x, y)
-    for w in caught:
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return any("recorded again" in str(w.message) for w in caught)
+class PythonRandom(Branchy):
+    def mean(self, x):
+        return super().mean(x) * random.uniform(1.0, 1.0)
+
+
+class Printing(Branchy):
+    def mean(self, x):
+        print("a step")
+        return super().mean(x)
+
+
+class Appending(Branchy):
+    def mean(self, x):
+        LOG.append(1)
+        return super().mean(x)
+
+
+class Counting(Branchy):
+    def mean(self, x):
+        self.calls = getattr(self, "calls", 0) + 1
+        return super().mean(x)
+
+
+@pytest.mark.parametrize(
+    "model, why",
+    [
+        (Clock, "calls time.time"),
+        (PythonRandom, "calls random.Random.random"),
+        (Printing, "calls builtins.print"),
+        (Appending, "list.append"),
+        (Counting, "changes the model while it runs"),
+    ],
+    ids=["clock", "python-random", "print", "append", "counter"],
+)
+def test_what_no_guard_can_cover_runs_eagerly_with_its_reason(model, why):
+    """A replayed graph would freeze the clock and Python's random numbers, and skip a print, an
+    append to a global list and a counter the forward keeps: each runs eagerly at every step, as
+    often as under the eager loss."""
+    counts = []
+    for graph in ("eager", "record"):
+        built = model(False)
+        _, _, svi = _setup(DropoutELBO(graph=graph), built)
+        LOG.clear()
+        _warm(svi, RECORD_AT + 5)
+        counts.append((len(LOG), getattr(built, "calls", 0)))
+    assert why in _explain(svi)
+    assert counts[0] == counts[1]
 
 
 @pytest.mark.parametrize(
@@ -183,61 +220,61 @@ def test_comparisons_of_shapes_do_not_count_as_reading_values(make):
     shape (the particles' batching self-check reads values) run before recording, not in it."""
     pyro.clear_param_store()
     model = MLP(3, 1, hidden=(8,))
-    svi = SVI(model, DropoutGuide(model), pyro.optim.Adam({"lr": 1e-2}), make())
+    loss = make()
+    svi = SVI(model, DropoutGuide(model), pyro.optim.Adam({"lr": 1e-2}), loss)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        for n in (16, 7, 16):
+        for n in [16] * RECORD_AT + [7] * RECORD_AT + [16]:
             x = torch.randn(n, 3)
             svi.step(x, x.sum(-1))
-    (graph,) = svi.loss_and_grads.__self__.graph_losses.values()
-    assert not graph.recorded.eager and len(graph.recorded.graphs) == 2
+    (graph,) = loss.graph_losses.values()
+    routes = list(graph.recorded.routes.by_key.values())
+    assert [r.eager for r in routes] == ["", ""] and all(len(r.graphs) == 1 for r in routes)
 
 
-def test_the_state_watch_gives_python_states_answer_after_every_kind_of_change():
-    """StateWatch recomputes the modules' state only when something moved; after each change a
-    trace must see, it agrees with python_state (and between changes it returns the same state)."""
-    from pyro_dropout.infer.recorded.state import StateWatch, python_state
-
+def test_the_guards_quick_check_agrees_with_a_full_reading_after_every_kind_of_change():
+    """The quick check (the steps of the last reading, checked in C) finds every change a full
+    reading finds, and between changes gives the same fingerprint without reading."""
     model = MLP(3, 1, hidden=(4,))
     guide = DropoutGuide(model, dropout=0.1)
     guide(torch.randn(5, 3), torch.randn(5))
     model.sizes = [1, 2]
-    watch = StateWatch(model, guide)
-    first = watch()
-    assert first == python_state(model, guide) and watch() is first  # nothing moved: not recomputed
+    model.cfg = {"noise": 0.5}
+    guard = Guard(object_roots(model, guide))
+    first = guard.read()[0]
+    assert guard.now() is first  # nothing moved: the last fingerprint, not read again
     changes = [
         lambda: setattr(model, "noise", 0.5),  # a new attribute
         lambda: setattr(model, "noise", 0.25),  # a changed number
         lambda: model.hidden[0].prior_loc.add_(1.0),  # a buffer changed in place
         lambda: setattr(model.hidden[0], "prior_loc", torch.zeros(())),  # a buffer replaced
-        lambda: model.sizes.append(3),  # a list of numbers changed in place
-        lambda: model.sizes.append(torch.zeros(1)),  # no longer a list of numbers
-        lambda: model.sizes.pop(),  # a list of numbers again
+        lambda: model.sizes.append(3),  # a list changed in place
+        lambda: model.sizes.pop(),
+        lambda: model.cfg.update(noise=0.25),  # a dict changed in place
         lambda: setattr(guide, "temperature", 0.2),
         lambda: setattr(model, "extra", Linear(2, 2)),  # a new submodule
         lambda: delattr(model, "noise"),
         lambda: setattr(model, "renamed", 0.25),  # deleted one attribute, added another
         lambda: model.eval(),  # the mode, which F.dropout(x, p, self.training) reads
+        lambda: pyro.param("a new parameter", torch.zeros(2)),  # the param store
+        lambda: torch.set_grad_enabled(False),  # PyTorch's modes
     ]
-    for change in changes:
-        before = watch()
-        change()
-        now = watch()
-        assert now == python_state(model, guide)
-        assert now != before
+    try:
+        for change in changes:
+            before = guard.now()
+            change()
+            now = guard.now()
+            assert now == guard.read()[0]
+            assert now != before
+    finally:
+        torch.set_grad_enabled(True)
 
 
 def test_a_model_wrapped_by_pyros_handlers_is_read_inside_them():
-    """SVI(poutine.block(model, ...), guide): the module's values are still part of the trace's key
-    (before, only module objects were read, and a handler is a function)."""
-    from pyro import poutine
-
-    from pyro_dropout.infer.recorded.state import StateWatch, python_state
-
+    """SVI(poutine.block(model, ...), guide): the module behind the handler is read by the guard."""
     model = MLP(3, 1, hidden=(4,))
     blocked = poutine.block(model, hide=["nothing"])
-    watch = StateWatch(blocked)
-    before = watch()
-    assert before == python_state(model) and before
+    guard = Guard(object_roots(blocked, None))
+    before = guard.read()[0]
     model.noise = 0.5
-    assert watch() == python_state(blocked) != before
+    assert guard.now() != before

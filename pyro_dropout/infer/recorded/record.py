@@ -14,7 +14,9 @@ from typing import Any, cast
 import torch
 from torch import fx
 
-__all__ = ["fold_constants", "record_loss"]
+from ...guards import tensors_of, with_tensors
+
+__all__ = ["fold_constants", "live_tensors", "mutated_tensors", "record_loss", "with_its_gradient"]
 
 
 def _keeps_its_calls(node: fx.Node) -> bool:
@@ -105,6 +107,19 @@ def _with_gradient(fn: Callable[..., torch.Tensor], live: list[bool]) -> Callabl
     return value_and_gradient
 
 
+def with_its_gradient(value: Any, params: tuple[torch.Tensor, ...]) -> Any:
+    """A scalar loss's value whose gradient with respect to ``params`` is computed now and handed out
+    by its ``backward()``: what its autograd graph saved (a batch norm's running statistics) may then
+    change in place before the caller back-propagates it. Anything else is returned as it is."""
+    wanted = [p for p in params if p.requires_grad]
+    if not (isinstance(value, torch.Tensor) and value.dim() == 0 and value.requires_grad and wanted):
+        return value
+    found = iter(torch.autograd.grad(value, wanted, allow_unused=True))
+    grads = [(next(found) if p.requires_grad else None) for p in params]
+    grads = [torch.zeros_like(p) if g is None else g for p, g in zip(params, grads, strict=True)]
+    return _LossWithGradient.apply(lambda *_: (value.detach(), *grads), len(params), *params)
+
+
 class _LossWithGradient(torch.autograd.Function):
     """A compiled graph's value, whose backward hands out the gradient computed with it."""
 
@@ -121,37 +136,98 @@ class _LossWithGradient(torch.autograd.Function):
         return None, None, *grads, *([None] * (ctx.num_inputs - len(grads)))
 
 
+def live_tensors(graph: Any) -> list[torch.Tensor]:
+    """The tensors a recorded graph reads when it runs, besides its inputs (captured buffers it did
+    not fold, and what it folded): their in-place changes reach the graph, so no guard reads their
+    versions."""
+    module = getattr(graph, "recorded_module", graph)
+    return [*module.buffers()] + [
+        getattr(module, str(n.target))
+        for n in module.graph.nodes
+        if n.op == "get_attr" and isinstance(getattr(module, str(n.target), None), torch.Tensor)
+    ]
+
+
+def mutated_tensors(graph: Any) -> list[torch.Tensor]:
+    """The captured tensors a recorded graph changes in place when it runs (a batch norm's running
+    statistics)."""
+    module = getattr(graph, "recorded_module", graph)
+    found = []
+    for node in module.graph.nodes:
+        name = getattr(getattr(node.target, "overloadpacket", None), "__name__", "")
+        first = node.args[0] if node.args else None
+        if name.endswith("_") and isinstance(first, fx.Node) and first.op == "get_attr":
+            found.append(getattr(module, str(first.target)))
+    return found
+
+
 def record_loss(
     fn: Callable[..., Any],
-    inputs: tuple[torch.Tensor, ...],
-    num_params: int,
+    args: tuple,
+    kwargs: dict,
+    params: tuple[torch.Tensor, ...],
     compile: bool,
     detaches: bool = False,
 ) -> tuple[Callable[..., Any] | None, str]:
-    """``fn`` recorded on ``inputs`` (the first ``num_params`` the parameters), compiled where
-    ``compile``, its first call made; ``(None, why)`` where recording or compiling fails
-    (``detaches``: see :func:`fold_constants`). Run it under a forked random state: recording and
-    the first call draw."""
+    """``fn(*args, **kwargs)`` recorded as a function of ``(*params, *tensors of the arguments)``
+    (``params``: the parameters ``fn`` reads itself, from Pyro's param store, as these very tensors),
+    compiled where ``compile``, its first call made; ``(None, why)`` where recording or compiling
+    fails, or the graph computes a shape from values (``detaches``: see :func:`fold_constants`). Run
+    it where random draws and in-place changes are undone after: the recording and the first call
+    draw."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    live = [t.requires_grad for t in inputs[:num_params]]
+    num_params = len(params)
+    inputs = (*params, *tensors_of(args, kwargs))
+
+    def of_inputs(*given: torch.Tensor) -> Any:
+        call_args, call_kwargs = with_tensors(args, kwargs, given[num_params:])
+        return fn(*call_args, **call_kwargs)
+
+    live = [t.requires_grad for t in params]
     differentiable = compile and any(live)
-    target = _with_gradient(fn, live) if differentiable else fn
+    target = _with_gradient(of_inputs, live) if differentiable else of_inputs
     try:
-        graph = fold_constants(make_fx(target, tracing_mode="real")(*inputs), detaches)
+        module = fold_constants(make_fx(target, tracing_mode="real")(*inputs), detaches)
     except Exception as error:  # Python the recorder cannot follow
         return None, f"recording the loss failed ({_first_line(error)})"
-    run: Callable[..., Any] = graph
+    if any(map(_depends_on_values, module.graph.nodes)):
+        return None, "the loss computes a shape from a tensor's values"
+    run: Callable[..., Any] = module
     if compile:
-        run = torch.compile(graph, dynamic=False, fullgraph=True, options={"fallback_random": True})
+        run = torch.compile(module, dynamic=False, fullgraph=True, options={"fallback_random": True})
         if differentiable:
             run = partial(_LossWithGradient.apply, run, num_params)
-
     try:  # the first call compiles, in the grad mode of the calls after it
         run(*inputs)
     except Exception as error:  # no compiler, an operation Inductor cannot lower, ...
         return None, f"torch.compile failed ({_first_line(error)})"
+    if run is not module:
+        run = _Compiled(run, module)
     return run, ""
+
+
+class _Compiled:
+    """A compiled graph, with the module it was compiled from (whose tensors it reads)."""
+
+    def __init__(self, run: Callable[..., Any], module: fx.GraphModule) -> None:
+        self.run, self.recorded_module = run, module
+
+    def __call__(self, *inputs: torch.Tensor) -> Any:
+        return self.run(*inputs)
+
+
+def _depends_on_values(node: fx.Node) -> bool:
+    """A node whose output's shape depends on its input's values (a boolean mask's selection)."""
+    target: Any = node.target
+    tags = getattr(target, "tags", ())
+    if torch.Tag.dynamic_output_shape not in tags and torch.Tag.data_dependent_output not in tags:
+        return False
+    if target is torch.ops.aten.index.Tensor:
+        indices = node.args[1] if len(node.args) > 1 else ()
+        values = [getattr(i, "meta", {}).get("val") for i in indices if i is not None]  # type: ignore[union-attr]
+        return any(isinstance(v, torch.Tensor) and v.dtype in (torch.bool, torch.uint8) for v in values)
+    return True
 
 
 def _first_line(error: Exception) -> str:
