@@ -167,6 +167,7 @@ def from_module(
     weighted = _weighted(copy_, keep)
     check_convertible(copy_, set(weighted), masks)
     copy_.train()  # traced as MC dropout runs it: F.dropout(x, training=self.training) drops
+    source = _source(copy_) if masks == "own" else None  # never converted: its own forward runs
     gm = _trace(copy_, masks)  # before the parameters are frozen: fx records them as attributes
     _freeze(copy_)  # what stays deterministic keeps its trained values, fixed (not Pyro parameters)
     order = _layers_in_order(gm, weighted)
@@ -177,21 +178,26 @@ def from_module(
     )
     to_pyro_module_(net_)  # containers as PyroModules: the sites are named by their path ("0.weight")
     own = masks == "own" and _has_dropout(copy_, gm)  # its weights' masks are the network's
-    model = _finish(net_, (likelihood, tau, prior_length_scale, own), order, convertible, placement, placed)
+    model = _finish(
+        net_, (likelihood, tau, prior_length_scale, own), order, convertible, placement, placed, source
+    )
     model.masks, model.untraced, model.mask_sites = masks, gm is None, model.mask_sites + mask_sites
-    model.graph = _graph_copy(gm) if masks == "own" else None  # the forward, to split at its dropout
     keep_parameters_visible(net_)
     _check_output(model, _output_layer(gm), likelihood)
     return model
 
 
-def _graph_copy(gm: fx.GraphModule | None) -> fx.Graph | None:
-    """The traced forward's graph on its own (not keeping the traced copy's modules alive)."""
-    if gm is None:
-        return None
-    graph = fx.Graph()
-    graph.output(graph.graph_copy(gm.graph, {}))
-    return graph
+def _source(net: nn.Module) -> nn.Module:
+    """A copy of the network as it is, in the modes MC dropout runs it in (training, batch norm on
+    its running statistics), its parameters fixed (``requires_grad`` off; the draws' weights are put
+    in for the converted layers' by :class:`~.converted.source.SourceForward`; the others keep their
+    values). Still parameters: a forward that reads ``next(self.parameters())`` runs as written."""
+    source = copy.deepcopy(net)
+    source.requires_grad_(False)
+    for module in source.modules():
+        if isinstance(module, _NORMS):
+            module.eval()
+    return source
 
 
 def _placement(gm: fx.GraphModule | None, convertible: set[str], dropouts: str) -> Placement:
@@ -261,6 +267,7 @@ def _finish(
     convertible: set[str],
     placement: Placement,
     placed: set[str] | None,
+    source: nn.Module | None = None,
 ) -> ConvertedModel:
     """Replace the weight layers of ``net`` (in place), and with ``masks="shared"`` (``placed``: the
     dropout modules that became a layer's family) its dropouts; set the modes MC dropout runs in;
@@ -284,4 +291,4 @@ def _finish(
             rate = placement.rates.get(name, 0.0)
             rates[f"{name}.weight"] = rate
             _replace(net, name, bayesian(net.get_submodule(name), rate, length_scale, own))
-    return ConvertedModel(net, likelihood, float(tau), rates, mask_sites)
+    return ConvertedModel(net, likelihood, float(tau), rates, mask_sites, source)

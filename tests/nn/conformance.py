@@ -118,6 +118,8 @@ def cases() -> dict[str, Case]:
         "functional-dropout-regression": Case(
             vis.FunctionalRegressor, _normal(5, 4), "regression", "mean", _first
         ),
+        "looped-sequential-dropout": Case(vis.LoopedDropout, _normal(8, 8), "regression", "mean", _first),
+        "unscaled-stochastic-depth": Case(vis.UnscaledDepth, _normal(6, 4), "regression", "mean", _first),
         "two-input-tabular": Case(
             lambda: vis.OneInput(vis.Tabular()), _tabular, "regression", "mean", _first
         ),

@@ -215,3 +215,42 @@ def trailing() -> nn.Module:
 def selu_net() -> nn.Module:
     """A self-normalising network with alpha dropout (Klambauer et al.)."""
     return nn.Sequential(nn.Linear(4, 16), nn.SELU(), nn.AlphaDropout(0.2), nn.Linear(16, 1))
+
+
+class LoopedDropout(nn.Module):
+    """The issue's idiom: a loop over an nn.Sequential with F.dropout after every layer that is not
+    an nn.Linear (``type(layer) != nn.Linear``): converted layers of other classes dropped after every
+    layer (an MC sd 1.45x the network's own)."""
+
+    def __init__(self, p: float = 0.1) -> None:
+        super().__init__()
+        self.p, self.nn = p, nn.Sequential(nn.Linear(8, 50), nn.ReLU(), nn.Linear(50, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.dropout(x, p=self.p, training=self.training)
+        for layer in self.nn:
+            x = layer(x)
+            if type(layer) != nn.Linear:  # noqa: E721  (the idiom as users write it)
+                x = F.dropout(x, p=self.p, training=self.training)
+        return x
+
+
+class UnscaledDepth(nn.Module):
+    """Stochastic depth that does not rescale: each row keeps a residual branch with probability
+    0.7, unscaled, in training (``torch.rand``, no dropout function); in eval the branch times 0.7.
+    An operation not known to be a dropout is random all the same."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inp, self.block, self.out = nn.Linear(4, 16), nn.Linear(16, 16), nn.Linear(16, 1)
+        self.keep = 0.7
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.inp(x))
+        branch = torch.relu(self.block(h))
+        if self.training:
+            kept = (torch.rand(h.shape[0], 1, device=h.device) < self.keep).to(h.dtype)
+            h = h + kept * branch
+        else:
+            h = h + self.keep * branch
+        return self.out(h)

@@ -17,7 +17,7 @@ import torch
 
 from ..functional import strip_plate_slots
 
-__all__ = ["Draw", "batch_rows", "current_draw", "current_rows", "one_draw"]
+__all__ = ["Draw", "batch_rows", "current_draw", "current_rows", "one_draw", "select_draw"]
 
 
 @dataclass(frozen=True)
@@ -52,12 +52,12 @@ def current_rows(rows: int) -> Iterator[None]:
         _ROWS.reset(token)
 
 
-def _select(value: torch.Tensor, core: int, draw: Draw) -> torch.Tensor:
+def select_draw(value: torch.Tensor, core: int, draw: Draw | None) -> torch.Tensor:
     """Draw ``draw.index`` of a value with leading draw dims (plate slots dropped); a value without
-    draw dims (a point estimate) is the same for every draw."""
+    draw dims (a point estimate) is the same for every draw (``draw`` None: the value as it is)."""
     value = strip_plate_slots(value, core)
     lead = value.dim() - core
-    if lead == 0:
+    if lead == 0 or draw is None:
         return value
     event = value.shape[lead:]
     full = value.reshape((1,) * (len(draw.draws) - lead) + value.shape).expand(*draw.draws, *event)
@@ -72,7 +72,7 @@ def one_draw(cache: dict[str, torch.Tensor], cores: dict[str, int], draw: Draw) 
     token = _DRAW.set(draw)
     try:
         for name, value in kept.items():
-            cache[name] = _select(value, cores[name], draw)
+            cache[name] = select_draw(value, cores[name], draw)
         yield
     finally:
         _DRAW.reset(token)

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import math
 import warnings
+from functools import partial
 from typing import Any
 
 import pyro
 import torch
 from pyro.nn import PyroModule
 
+from ...guards import Guard
 from ..functional import strip_plate_slots
 from ..layers import BayesianLayer, minibatch_scale
 from ..masking import per_example_active
@@ -30,6 +32,7 @@ from .fold import Fold, FoldError, folding
 from .likelihoods import check_targets, observe
 from .loop import Draw, current_rows, one_draw
 from .own import evaluating, network_output, own_pass
+from .source import SourceForward
 
 __all__ = ["ConvertedModel", "refuse_several_inputs"]
 
@@ -71,17 +74,32 @@ class ConvertedModel(PyroModule):
         tau: float,
         rates: dict[str, float],
         mask_sites: list[str],
+        source: torch.nn.Module | None = None,
     ) -> None:
         super().__init__()
         self.net, self.likelihood, self.tau = net, likelihood, tau
+        # masks="own": the network never converted, whose own forward the draws run (.source); a
+        # child module (it moves with .to()), read only through ``self.source``: PyroModule's
+        # __getattr__ would register a plain module's parameters in Pyro's param store
+        self.source_net = source
+        self.source = None if source is None else SourceForward(source, net)
+        self._state = Guard([("the network", partial(getattr, self.source, "source"))])
+        self._state_version: tuple[Any, int] = (None, 0)
         self.rates, self.mask_sites = rates, mask_sites
         self.per_draw: bool | None = None
         self.masks = "own"  # how the dropouts draw their masks (from_module's masks=)
         self.untraced = False  # torch.fx could not trace the forward
         self.verdicts: dict[tuple, str] = {}  # input signature -> "fold", "eager" or "loop"
         self.row_verdicts: dict[tuple, tuple[bool, int]] = {}  # masks="own": (rows apart, widest per row)
-        self.graph: Any = None  # masks="own": the traced forward (torch.fx), split at its first dropout
-        self.splits: dict[tuple, Any] = {}  # input signature -> its SplitForward, or None
+
+    def state_key(self) -> int:
+        """A number that changes whenever the network's modes, settings or tensors do (a guard's
+        fingerprint of it, read quickly): the verdicts of the row check are kept per state."""
+        now = self._state.now()
+        last, version = self._state_version
+        if now is not last and now != last:
+            self._state_version = (now, version + 1)
+        return self._state_version[1]
 
     def train(self, mode: bool = True) -> ConvertedModel:
         """The model's own flag only: the network keeps the modes MC dropout runs it in (its dropout

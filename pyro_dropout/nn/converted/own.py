@@ -3,18 +3,18 @@ r"""A converted network's draws with its own dropout (``masks="own"``): the netw
 Every dropout of the network draws its masks as the network does: a new mask for every element of
 every row at every call. A draw's weights are the guide's means (its masks are the network's), so
 every draw of a chunk has the same weights, and ``S`` draws on ``N`` points are one pass of the
-network on the ``S·N`` rows of its input repeated (draw-major), exactly as ``S`` passes of the
-network in MC dropout, in pieces that fit the CPU's cache. Element and channel dropout draw their
-masks with the library's fast Bernoulli draws (:class:`~.dropout_calls.FastDropout`): the same
-distribution as torch's. Where the draws' weights differ (samples of
-another guide, or from MCMC), the draws are folded into the batch
-(:mod:`~pyro_dropout.nn.converted.fold`).
+network's own forward (:mod:`.source`: its classes and code, never converted) on the ``S·N`` rows of
+its input repeated (draw-major), exactly as ``S`` passes of the network in MC dropout, in pieces
+that fit the CPU's cache. Element and channel dropout draw their masks with the library's fast
+Bernoulli draws (:class:`~.dropout_calls.FastDropout`): the same distribution as torch's. Where the
+draws' weights differ (samples of another guide, or from MCMC), the draws run one pass each, each
+with its own weights.
 
-Before the rows of several draws share a pass, once per input shape, the network is checked to
-treat the rows of a batch apart: with its dropout off, the rows of a batch of probes (the first
-rows, a repeat and, for real-valued inputs, a perturbed copy) must give what they give in passes of
-their own. A forward that mixes rows (``h - h.mean(0)``, batch statistics) fails that, is warned
-about, and runs one pass per draw from then on: the network's own MC dropout, one pass at a time.
+Before the rows of several draws share a pass, once per input shape and state of the network, the
+network is checked to treat the rows of a batch apart: with its dropout off, the rows of a batch of
+probes (the first rows, a repeat and, for real-valued inputs, a perturbed copy) must give what they
+give in passes of their own. A forward that mixes rows (``h - h.mean(0)``, batch statistics) fails
+that, is warned about, and runs one pass per draw: the network's own MC dropout, one pass at a time.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextvars
 import math
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -31,8 +31,7 @@ import torch
 from ...ops import cache_bytes, largest_tensor_bytes
 from ..functional import strip_plate_slots, unexpand
 from .dropout_calls import FastDropout, NoDropout
-from .loop import Draw, one_draw
-from .prefix import SplitForward
+from .loop import Draw
 
 __all__ = ["dropout_off", "network_output", "own_pass", "same_weights"]
 
@@ -103,13 +102,14 @@ def _probes(x: torch.Tensor) -> list[tuple[torch.Tensor, int]]:
     return probes
 
 
-def rows_apart(net: torch.nn.Module, x: torch.Tensor) -> str | None:
-    """``None`` where ``net`` (its dropout off) treats the rows of a batch apart, else why not."""
+def rows_apart(net: torch.nn.Module, x: torch.Tensor, forward: Callable[[torch.Tensor], Any]) -> str | None:
+    """``None`` where ``forward`` (a pass of ``net``, its dropout off) treats the rows of a batch apart,
+    else why not."""
     with torch.no_grad(), evaluating(net):
         for batch, k in _probes(x):
             try:
-                together = network_output(net(batch))
-                apart = torch.cat([network_output(net(batch[:k])), network_output(net(batch[k:]))])
+                together = network_output(forward(batch))
+                apart = torch.cat([network_output(forward(batch[:k])), network_output(forward(batch[k:]))])
             except Exception as e:  # the forward cannot take these batches: one pass per draw
                 return f"a batch of {len(batch)} rows failed ({type(e).__name__}: {e})"
             if not isinstance(together, torch.Tensor) or together.shape != apart.shape:
@@ -121,20 +121,24 @@ def rows_apart(net: torch.nn.Module, x: torch.Tensor) -> str | None:
     return None
 
 
-def _widest_row(net: torch.nn.Module, x: torch.Tensor) -> int:
+def _widest_row(net: torch.nn.Module, x: torch.Tensor, forward: Callable[[torch.Tensor], Any]) -> int:
     """The bytes per row of the widest tensor of a pass (its dropout off) on the first rows."""
     rows = x[:_CHECK_ROWS]
     with torch.no_grad(), evaluating(net):
-        _, widest = largest_tensor_bytes(lambda: net(rows))
+        _, widest = largest_tensor_bytes(lambda: forward(rows))
     return -(-widest // len(rows))
 
 
-def _decide(verdicts: dict, key: tuple, net: torch.nn.Module, x: torch.Tensor) -> tuple[bool, int]:
+def _decide(
+    verdicts: dict, key: tuple, net: torch.nn.Module, x: torch.Tensor, forward: Callable[[torch.Tensor], Any]
+) -> tuple[bool, int]:
     """Whether the draws may share one pass for inputs like ``x``, and the widest tensor of a pass
-    per row (checked once per input shape)."""
+    per row (checked once per input shape and state of the network, ``key``)."""
     if key not in verdicts:
-        why = rows_apart(net, x)
-        verdicts[key] = (why is None, _widest_row(net, x) if why is None else 0)
+        if len(verdicts) >= 32:
+            verdicts.clear()
+        why = rows_apart(net, x, forward)
+        verdicts[key] = (why is None, _widest_row(net, x, forward) if why is None else 0)
         if why is not None:
             warnings.warn(
                 f"from_module: the network's forward does not treat the rows of a batch apart: {why}. "
@@ -155,32 +159,6 @@ def _pieces(draws: int, rows: int, widest_row: int, device: torch.device) -> lis
     return [min(per, draws - start) for start in range(0, draws, per)]
 
 
-def _split(model: Any, x: torch.Tensor) -> SplitForward | None:
-    """The forward split at its first dropout for inputs like ``x`` (decided once per input shape:
-    where the split pass gives the network's own outputs, its dropout off)."""
-    key = (x.shape[1:], x.dtype)
-    if key not in model.splits:
-        split = SplitForward.of(model.graph, model.net)
-        model.splits[key] = split if split is not None and _split_agrees(split, model.net, x) else None
-    return model.splits[key]
-
-
-def _split_agrees(split: SplitForward, net: torch.nn.Module, x: torch.Tensor) -> bool:
-    rows = x[:_CHECK_ROWS]
-    with torch.no_grad(), evaluating(net):
-        try:
-            if not split.find_batch_dims(x):
-                return False
-            got = network_output(split.rest(split.prefix(rows), 2))
-            want = network_output(net(_repeat(rows, 2)))
-        except Exception:  # the graph does not run as the forward does: not split
-            return False
-    if not isinstance(got, torch.Tensor) or not isinstance(want, torch.Tensor) or got.shape != want.shape:
-        return False
-    gap = float((got - want).abs().max()) if got.numel() else 0.0
-    return math.isfinite(gap) and gap <= 1e-4 * max(1.0, float(want.abs().max()) if want.numel() else 0.0)
-
-
 def _batch_first(out: Any, rows: int, x: torch.Tensor) -> Any:
     """``out`` (one pass's output, for input ``x``) checked to hold ``rows`` rows on dim 0."""
     if isinstance(out, torch.Tensor) and (out.dim() == 0 or out.shape[0] != rows):
@@ -199,26 +177,28 @@ def _batch_first(out: Any, rows: int, x: torch.Tensor) -> Any:
 
 def own_pass(model: Any, x: torch.Tensor, draws: torch.Size, sites: dict[str, int]) -> Any:
     """The outputs of the draws ``draws`` at ``x`` ``[*draws, N, ...]`` (no draws: ``[N, ...]``), the
-    network's dropout drawing its own masks (off within :func:`dropout_off`)."""
-    net, cache, n = model.net, model._pyro_context.cache, x.shape[0]
-    with FastDropout(), evaluating(net, off=_OFF.get()):
+    network's own forward drawing its own masks (its dropout off within :func:`dropout_off`)."""
+    source, cache, n = model.source, model._pyro_context.cache, x.shape[0]
+    with FastDropout(), evaluating(source.source, off=_OFF.get()):
         if not draws:
-            return _batch_first(network_output(net(x)), n, x)
+            weights = source.weights(cache, sites, None)
+            return _batch_first(network_output(source(weights, x)), n, x)
         count = math.prod(draws)
-        if count > 1 and not same_weights(cache, sites):
-            return model.folded_draws(x, draws, sites)  # weights of their own: folded into the batch
-        with one_draw(cache, sites, Draw(0, draws)):  # one set of weights for all
-            apart, widest = (
-                (True, 0) if count == 1 else _decide(model.row_verdicts, (x.shape[1:], x.dtype), net, x)
-            )
+        if count > 1 and not same_weights(cache, sites):  # weights of their own: one pass each
+            passes = (source(source.weights(cache, sites, Draw(i, draws)), x) for i in range(count))
+            outs = [_batch_first(network_output(out), n, x) for out in passes]
+        else:
+            weights = source.weights(cache, sites, Draw(0, draws))  # one set of weights for all
+
+            def forward(rows: torch.Tensor) -> Any:
+                return source(weights, rows)
+
+            key = (x.shape[1:], x.dtype, model.state_key())
+            verdicts = model.row_verdicts
+            apart, widest = (True, 0) if count == 1 else _decide(verdicts, key, source.source, x, forward)
             pieces = [1] * count if model.per_draw or not apart else _pieces(count, n, widest, x.device)
-            split = _split(model, x) if count > 1 else None
-            if split is not None:  # what precedes the first dropout once, the rest per draw
-                shared = split.prefix(x)
-                outs = [_batch_first(network_output(split.rest(shared, k)), k * n, x) for k in pieces]
-            else:
-                outs = [_batch_first(network_output(net(_repeat(x, k))), k * n, x) for k in pieces]
-        if not all(isinstance(o, torch.Tensor) for o in outs):
-            return outs[0]
-        out = outs[0] if len(outs) == 1 else torch.cat(outs)
-        return out.reshape(*draws, n, *out.shape[1:])
+            outs = [_batch_first(network_output(forward(_repeat(x, k))), k * n, x) for k in pieces]
+    if not all(isinstance(o, torch.Tensor) for o in outs):
+        return outs[0]
+    out = outs[0] if len(outs) == 1 else torch.cat(outs)
+    return out.reshape(*draws, n, *out.shape[1:])
