@@ -11,7 +11,16 @@ from typing import Any, TypeGuard
 import torch
 from torch.overrides import TorchFunctionMode
 
-__all__ = ["cache_bytes", "is_positive_int", "is_positive_number", "largest_tensor_bytes", "log_mean_exp"]
+__all__ = [
+    "HALF_LOG_2PI",
+    "cache_bytes",
+    "is_positive_int",
+    "is_positive_number",
+    "largest_tensor_bytes",
+    "log_mean_exp",
+]
+
+HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)  # the normal density's constant
 
 
 def is_positive_int(value: Any) -> TypeGuard[int]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .uci import default_data_dir
+from .uci import FLOAT32_MAX, default_data_dir
 
 __all__ = ["Series", "linear_noise", "load_co2", "load_solar"]
 
@@ -24,9 +24,6 @@ class Series:
     t: np.ndarray
     y: np.ndarray
     path: Path
-
-
-FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def _file(data_dir: str | Path | None, *parts: str) -> Path:

@@ -9,11 +9,9 @@ import pyro.distributions as dist
 import torch
 from torch.distributions import Distribution
 
-from ..ops import is_positive_number
+from ..ops import HALF_LOG_2PI, is_positive_number
 
 __all__ = ["FixedNoiseNormal"]
-
-_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 
 class FixedNoiseNormal(dist.Normal):
@@ -55,4 +53,4 @@ class FixedNoiseNormal(dist.Normal):
         if self._validate_args:
             self._validate_sample(value)
         sigma = self.fixed_scale
-        return (value - self.loc).pow(2).mul(-0.5 / (sigma * sigma)).sub(math.log(sigma) + _HALF_LOG_2PI)
+        return (value - self.loc).pow(2).mul(-0.5 / (sigma * sigma)).sub(math.log(sigma) + HALF_LOG_2PI)

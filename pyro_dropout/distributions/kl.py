@@ -41,19 +41,19 @@ References
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch.distributions import Distribution, Independent, Normal, register_kl
 
+from ..ops import HALF_LOG_2PI
 from .bernoulli_dropout import BernoulliDropout
 from .concrete_dropout import ConcreteDropout
 from .masked_weight import MaskedWeight
 from .network_dropout import NetworkDropout
 from .quantised_gaussian import QuantisedGaussian
 
-__all__ = ["bernoulli_entropy", "kl_masked_gaussian"]
-
-_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+__all__ = ["bernoulli_entropy", "kl_masked_gaussian", "kl_terms"]
 
 
 def bernoulli_entropy(p: torch.Tensor) -> torch.Tensor:
@@ -137,11 +137,11 @@ def kl_masked_gaussian(
         squares = _small_squares(loc, mu.reshape(mu.shape + (1,) * len(event)), ratio, event)
         n = math.prod(event)
         # the parts without M (a fixed p's entropy too) in one constant: one differentiable op
-        constant = n * (scale.log() + (_HALF_LOG_2PI - log_resolution)) - _fixed_entropy(q)
+        constant = n * (scale.log() + (HALF_LOG_2PI - log_resolution)) - _fixed_entropy(q)
         kl = torch.addcdiv(constant, squares, 2.0 * scale * scale)
     else:
         second_moment = (loc - mu).pow(2) + ratio * loc.pow(2)
-        per_weight = 0.5 * second_moment / scale.pow(2) + scale.log() + (_HALF_LOG_2PI - log_resolution)
+        per_weight = 0.5 * second_moment / scale.pow(2) + scale.log() + (HALF_LOG_2PI - log_resolution)
         kl = _sum_event(per_weight, event) - _fixed_entropy(q)
     if not q.is_point_mass and isinstance(q.p, torch.Tensor):
         kl = kl - q.num_units * bernoulli_entropy(_compact(q.p))
@@ -180,6 +180,45 @@ def _gaussian_parts(prior: Distribution, q: MaskedWeight) -> tuple[torch.Tensor,
             f"{type(q).__name__} has {q.event_dim} event dims but its prior has {reinterpreted}"
         )
     return base.loc, base.scale, log_resolution
+
+
+def _single(t: torch.Tensor) -> torch.Tensor | None:
+    """``t`` as one number where every element is the same (by stride-0 expansion), else None."""
+    t = _compact(t)
+    return t.reshape(()) if t.numel() == 1 else None
+
+
+def kl_terms(q: MaskedWeight, prior: Distribution) -> tuple[Any, ...] | None:
+    r"""The KL of the module docstring for a site with a fixed (float) ``p`` and one prior mean
+    :math:`\mu` and scale :math:`s` for all its weights, as terms linear in the moments of the means
+    :math:`M` (the same means for every copy of the site):
+
+    $$
+    \mathrm{KL} = c\,\Big[\frac{\lVert M\rVert^2/(1-p) - 2\mu\textstyle\sum M + n\mu^2}{2s^2}
+    + n \log s\Big] + C,
+    \qquad C = c\,\big[n(\tfrac12\log 2\pi - \log\delta) - K\,\mathcal{H}(p)\big],
+    $$
+
+    returned as ``(M, mu, s, c, 1 / (1 - p), n, C)`` (``c``: the copies, the site's batch size; ``n``:
+    the weights of one copy), or None where the site has a learned ``p``, a prior of values of its
+    own per weight, or means of their own per copy (:func:`kl_masked_gaussian` then). No tensor's
+    value is read: a recorded graph keeps these as its operations."""
+    if isinstance(q.p, torch.Tensor):
+        return None
+    try:
+        prior_loc, prior_scale, log_resolution = _gaussian_parts(prior, q)
+    except NotImplementedError:
+        return None
+    loc, scale, means = _single(prior_loc), _single(prior_scale), q.loc
+    if loc is None or scale is None:
+        return None
+    if any(means.shape[d] > 1 and means.stride(d) != 0 for d in range(means.dim() - q.event_dim)):
+        return None  # means of their own per copy (per particle, per run)
+    p, n, copies = float(q.p), math.prod(q.event_shape), math.prod(q.batch_shape)
+    constant = copies * (n * (HALF_LOG_2PI - log_resolution)) - copies * _fixed_entropy(q)
+    if means.shape != q.event_shape:  # batch dims of size 1 or stride 0: one copy of the means
+        means = means.reshape(-1, *q.event_shape)[0]
+    return means, loc, scale, copies, 1.0 / (1.0 - p), n, constant
 
 
 def _kl_masked_prior(q: MaskedWeight, prior: Distribution) -> torch.Tensor:

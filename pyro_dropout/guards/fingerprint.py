@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["BUDGET", "Fingerprinter", "TooLarge", "Watch", "is_library"]
+__all__ = ["BUDGET", "MISSING", "Fingerprinter", "TooLarge", "Watch", "is_library"]
 
 BUDGET = 20_000  # the entries one fingerprint may read: beyond, the value is too large to guard
 _MAX_DEPTH = 40
@@ -40,7 +40,7 @@ _TABLES = ("_parameters", "_buffers", "_modules", "_forward_hooks", "_forward_pr
 _PYRO_TABLES = ("_pyro_samples", "_pyro_params")
 _LIBRARIES = ("torch", "pyro", "pyro_dropout")
 _VERSION = operator.attrgetter("_version")
-_MISSING = object()
+MISSING = object()  # an attribute, global or cell that is not there
 
 
 class TooLarge(Exception):
@@ -169,9 +169,9 @@ class Fingerprinter:
         return ("id", id(value))
 
     def _attribute(self, owner: Any, name: str, depth: int) -> Any:
-        value = getattr(owner, name, _MISSING)
+        value = getattr(owner, name, MISSING)
         self.attributes.append((owner, name, value))
-        return None if value is _MISSING else self(value, depth + 1)
+        return None if value is MISSING else self(value, depth + 1)
 
     def _object(self, value: Any, depth: int) -> Any:
         if isinstance(value, torch.nn.Module):

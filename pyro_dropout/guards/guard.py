@@ -26,7 +26,7 @@ from typing import Any, cast
 import pyro
 import torch
 
-from .fingerprint import Fingerprinter, Watch
+from .fingerprint import MISSING, Fingerprinter, Watch
 from .reads import Reads
 from .trees import flatten, unflatten
 
@@ -47,7 +47,6 @@ __all__ = [
 ]
 
 Root = tuple[str, Callable[[], Any]]  # a name for messages, and how to read the value now
-_MISSING = object()
 
 
 def tensors_of(args: tuple, kwargs: dict) -> list[torch.Tensor]:
@@ -106,7 +105,7 @@ def _user_module(module: ModuleType) -> bool:
 
 
 def _global(space: dict, name: str) -> Any:
-    return space.get(name, builtins.__dict__.get(name, _MISSING))
+    return space.get(name, builtins.__dict__.get(name, MISSING))
 
 
 def _chain(space: dict, name: str, path: tuple[str, ...]) -> Any:
@@ -116,7 +115,7 @@ def _chain(space: dict, name: str, path: tuple[str, ...]) -> Any:
     for attribute in path:
         if not isinstance(found, ModuleType):
             break
-        found = getattr(found, attribute, _MISSING)
+        found = getattr(found, attribute, MISSING)
     return found
 
 
@@ -124,7 +123,7 @@ def _cell(cell: Any) -> Any:
     try:
         return cell.cell_contents
     except ValueError:  # an empty cell
-        return _MISSING
+        return MISSING
 
 
 def _closures(codes: set[CodeType]) -> list[Root]:

@@ -23,9 +23,10 @@ from pyro.poutine.trace_struct import Trace
 from pyro.poutine.util import site_is_subsample
 from pyro.util import get_rng_state, set_rng_state
 
+from .likelihood_checks import PARTICLE_PLATE
+
 __all__ = ["compare_batched", "describe_mismatch", "latent_values", "particles_mismatch"]
 
-PARTICLE_PLATE = "num_particles_vectorized"  # the name Pyro gives its particle plate
 _FAILED = "the batched pass failed: "  # how compare_batched reports a pass that raised
 
 

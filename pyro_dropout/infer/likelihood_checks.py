@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from pyro.util import check_site_shape
 
-__all__ = ["check_likelihood_site", "check_targets"]
+__all__ = ["PARTICLE_PLATE", "check_likelihood_site", "check_targets"]
 
 PARTICLE_PLATE = "num_particles_vectorized"  # the name Pyro gives its particle plate
 Site = Any

@@ -23,7 +23,7 @@ from .batched_errors import explain_batched_failure
 from .batching_check import describe_mismatch, particles_mismatch
 from .divergence import backward_checked
 from .input_checks import check_finite_inputs, checking_inside, has_non_finite
-from .likelihood_checks import check_likelihood_site, check_targets
+from .likelihood_checks import PARTICLE_PLATE, check_likelihood_site, check_targets
 from .penalty import closed_form_kl
 from .per_example import MeanWeights, replay_per_example
 from .recorded.graph import GraphLoss
@@ -40,7 +40,6 @@ __all__ = [
     "likelihood_sites",
 ]
 
-PARTICLE_PLATE = "num_particles_vectorized"  # the name Pyro gives its particle plate
 Site = Any  # a node of a Pyro trace (``pyro.poutine.runtime.Message``)
 
 

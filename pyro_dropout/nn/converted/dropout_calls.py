@@ -17,7 +17,7 @@ from ...distributions import bernoulli_keep
 
 __all__ = ["FastDropout", "NoDropout", "RefuseDropout", "drop_rate"]
 
-_DROPOUTS = {
+_DROPOUT_FUNCTIONS = {
     F.dropout,
     F.dropout1d,
     F.dropout2d,
@@ -36,7 +36,7 @@ def drop_rate(func: Any, args: tuple, kwargs: dict) -> float:
     if func is F.scaled_dot_product_attention:
         p = kwargs.get("dropout_p", args[4] if len(args) > 4 else 0.0)
         return float(p) if isinstance(p, int | float) else 1.0
-    if func not in _DROPOUTS:
+    if func not in _DROPOUT_FUNCTIONS:
         return 0.0
     p = kwargs.get("p", args[1] if len(args) > 1 else 0.5)
     training = kwargs.get("training", kwargs.get("train", args[2] if len(args) > 2 else True))

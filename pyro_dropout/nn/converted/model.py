@@ -31,12 +31,10 @@ from .dropout_calls import RefuseDropout
 from .fold import Fold, FoldError, folding
 from .likelihoods import check_targets, observe
 from .loop import Draw, current_rows, one_draw
-from .own import evaluating, network_output, own_pass
+from .own import CHECK_ROWS, evaluating, network_output, own_pass
 from .source import SourceForward
 
 __all__ = ["ConvertedModel", "refuse_several_inputs"]
-
-_CHECK_ROWS = 3  # rows of the self-check (x 2 draws)
 
 
 def refuse_several_inputs(x: Any, where: str, wanted: str) -> None:
@@ -174,7 +172,7 @@ class ConvertedModel(PyroModule):
             return "loop"  # one draw: its one pass, exactly
         if key in self.verdicts or math.prod(draws) < 2 or (per_example_active() and not own):
             return self.verdicts.get(key, "eager" if own else "fold")
-        rows, why = x[:_CHECK_ROWS], ""
+        rows, why = x[:CHECK_ROWS], ""
         with torch.no_grad(), evaluating(self.net, off=own):
             looped = self._looped(rows, draws, sites, count=2)
             for mode in ("eager",) if own else ("fold", "eager"):

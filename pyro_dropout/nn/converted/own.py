@@ -33,9 +33,9 @@ from ..functional import strip_plate_slots, unexpand
 from .dropout_calls import FastDropout, NoDropout
 from .loop import Draw
 
-__all__ = ["dropout_off", "network_output", "own_pass", "same_weights"]
+__all__ = ["CHECK_ROWS", "dropout_off", "evaluating", "network_output", "own_pass", "same_weights"]
 
-_CHECK_ROWS = 3  # rows of the probes of the check
+CHECK_ROWS = 3  # rows of the probes of a self-check
 _OFF: contextvars.ContextVar[bool] = contextvars.ContextVar("pyro_dropout_dropout_off", default=False)
 
 
@@ -92,7 +92,7 @@ def _repeat(x: torch.Tensor, count: int) -> torch.Tensor:
 
 def _probes(x: torch.Tensor) -> list[tuple[torch.Tensor, int]]:
     """Batches whose rows a row-wise network treats apart, each with where its second part starts."""
-    rows = x[:_CHECK_ROWS]
+    rows = x[:CHECK_ROWS]
     probes = [(torch.cat([rows, rows[:1]]), len(rows))]
     if rows.is_floating_point():  # a perturbed copy: rows that differ, from a generator of its own
         generator = torch.Generator(device=rows.device).manual_seed(0)
@@ -123,7 +123,7 @@ def rows_apart(net: torch.nn.Module, x: torch.Tensor, forward: Callable[[torch.T
 
 def _widest_row(net: torch.nn.Module, x: torch.Tensor, forward: Callable[[torch.Tensor], Any]) -> int:
     """The bytes per row of the widest tensor of a pass (its dropout off) on the first rows."""
-    rows = x[:_CHECK_ROWS]
+    rows = x[:CHECK_ROWS]
     with torch.no_grad(), evaluating(net):
         _, widest = largest_tensor_bytes(lambda: forward(rows))
     return -(-widest // len(rows))

@@ -41,7 +41,7 @@ __all__ = [
 WEIGHTED = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.LSTM, nn.GRU)
 _CONVS = {nn.Conv1d: FoldedConv1d, nn.Conv2d: FoldedConv2d, nn.Conv3d: FoldedConv3d}
 _BASE_FORWARD = {kind: kind.forward for kind in WEIGHTED}
-_DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d)
+_DROPOUT_MODULES = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d)
 
 
 def kept_inside(net: nn.Module) -> set[str]:
@@ -162,7 +162,7 @@ def refuse_reused_dropouts(gm: fx.GraphModule) -> None:
     call draws its own masks; one mask site per module would share them, or drop one call)."""
     calls: dict[str, int] = {}
     for node in gm.graph.nodes:
-        if node.op == "call_module" and isinstance(gm.get_submodule(str(node.target)), _DROPOUTS):
+        if node.op == "call_module" and isinstance(gm.get_submodule(str(node.target)), _DROPOUT_MODULES):
             calls[str(node.target)] = calls.get(str(node.target), 0) + 1
     reused = {name: count for name, count in calls.items() if count > 1}
     if reused:
