@@ -48,7 +48,8 @@ class DropoutSummaries:
 
     @torch.no_grad()
     def dropout_rates(self) -> dict[str, torch.Tensor]:
-        """The drop probability ``p`` of every masked weight site (learned or fixed)."""
+        """The drop probability ``p`` of every masked weight site (learned or fixed); :meth:`explain`
+        says why a site is not masked."""
         self._require_setup()
         out = {}
         for name, role in self._roles.items():
@@ -61,6 +62,33 @@ class DropoutSummaries:
                 ref = self._roles[name].get(self.locs)
                 out[name] = torch.as_tensor(p, dtype=ref.dtype, device=ref.device).detach().clone()
         return out
+
+    @torch.no_grad()
+    def explain(self) -> str:
+        """How the guide treats each latent site: its family, its rate and the units it masks, or
+        why it is a point estimate (a weight declared with batch dims, not ``.to_event(2)``, say)."""
+        self._require_setup()
+        lines = ["DropoutGuide:"]
+        rates = self.dropout_rates()
+        for name, role in self._roles.items():
+            value = role.prior.mean if role.prior is not None else role.get(self.locs)
+            shape = tuple(value.shape)
+            if role.prior is not None:
+                what = f"the network's own dropout, p = {float(rates[name]):.3g}"
+            elif role.masked and name in rates:
+                family = "Concrete dropout, p learned" if role.learn_p else "Bernoulli dropout"
+                what = f"{family}, p = {float(rates[name].flatten()[0]):.3g}, over its input units"
+            elif role.event_dim < 2 and len(shape) >= 2:
+                what = (
+                    f"a point estimate: its {len(shape)} dims are batch dims (event_dim {role.event_dim}); "
+                    "a weight is masked where it is declared .to_event(2) (rows outputs, columns inputs)"
+                )
+            elif role.masked:
+                what = "a point mass (p = 0: no rate declared for it, or a single input unit)"
+            else:
+                what = "a point estimate (MAP)"
+            lines.append(f"  {name} {shape}: {what}")
+        return "\n".join(lines)
 
     def site_families(self) -> dict[str, type]:
         """The distribution class used for each latent site (for inspection)."""

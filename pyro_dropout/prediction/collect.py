@@ -129,17 +129,23 @@ def collect_site(
     wanted: set[str] | None,
     nesting: int,
     size: int,
+    batched: bool = True,
 ) -> None:
-    """Add the draws of one site to ``outputs``, and what it is (kind, distribution, data) to ``out``."""
+    """Add the draws of one site to ``outputs``, and what it is (kind, distribution, data) to ``out``
+    (``batched=False``: one draw, run as the model is written, with no plate of draws: its values
+    get a leading draw dim, whatever their batch shape)."""
     fn = site["fn"]
 
     def add(group: str, value: torch.Tensor, event_dim: int) -> None:
         # detached: a point-mass site's value can be its parameter itself, which requires grad
-        outputs[(group, name)] = tidy(value.detach(), site, event_dim, nesting, size)
+        value = value.detach()
+        outputs[(group, name)] = (
+            tidy(value, site, event_dim, nesting, size) if batched else value.unsqueeze(0)
+        )
 
     deterministic = bool(site["infer"].get("_deterministic", False))
     likelihood = not (is_latent or deterministic)  # sampled by the model itself: an observation site
-    if likelihood:
+    if likelihood and batched:
         check_batch_dims(name, site, nesting)
     observed = likelihood and bool(site["is_observed"])
     if wanted is None or name in wanted:
@@ -169,11 +175,19 @@ def collect_site(
 
 
 def chunk_outputs(
-    out: Predictions, trace: Trace, latents: Trace, wanted: set[str] | None, nesting: int, size: int
+    out: Predictions,
+    trace: Trace,
+    latents: Trace,
+    wanted: set[str] | None,
+    nesting: int,
+    size: int,
+    batched: bool = True,
 ) -> Outputs:
-    """The draws of a chunk's trace, tidied, by (group, site); what each site is goes to ``out``."""
+    """The draws of a chunk's trace, tidied, by (group, site); what each site is goes to ``out``
+    (``batched=False``: one draw's trace, without a plate of draws)."""
     outputs: Outputs = {}
     for name, site in trace.nodes.items():
         if site["type"] == "sample" and not site_is_subsample(site):
-            collect_site(name, site, name in latents.nodes, out, outputs, wanted, nesting, size)
+            latent = name in latents.nodes
+            collect_site(name, site, latent, out, outputs, wanted, nesting, size, batched)
     return outputs

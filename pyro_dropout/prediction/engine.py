@@ -143,7 +143,7 @@ def draw_chunks(
         if outputs is None:
             trace, latents = runner.run_one()
             check_wanted(wanted, trace)
-            outputs = chunk_outputs(meta, trace, latents, wanted, runner.nesting, size)
+            outputs = chunk_outputs(meta, trace, latents, wanted, runner.nesting, size, batched=False)
         yield size, outputs
         done += size
 

@@ -161,3 +161,21 @@ def random_module_model(x, y=None):
     lifted = pyro.random_module("module", net, priors)()
     with pyro.plate("data", x.shape[-2]):
         return pyro.sample("obs", dist.Categorical(logits=lifted(x)), obs=y)
+
+
+def numpyro_bnn_model(x, y=None, d_h=5):
+    """NumPyro's bnn.py, ported as written: weights stored [in, out] with batch shapes (no
+    .to_event), products x @ w, shape asserts, a Gamma precision, targets [N, 1] as one event."""
+    n, d_x = x.shape
+    w1 = pyro.sample("w1", dist.Normal(torch.zeros(d_x, d_h), torch.ones(d_x, d_h)))
+    assert w1.shape == (d_x, d_h)
+    z1 = torch.tanh(x @ w1)
+    assert z1.shape == (n, d_h)
+    w2 = pyro.sample("w2", dist.Normal(torch.zeros(d_h, d_h), torch.ones(d_h, d_h)))
+    assert w2.shape == (d_h, d_h)
+    z2 = torch.tanh(z1 @ w2)
+    w3 = pyro.sample("w3", dist.Normal(torch.zeros(d_h, 1), torch.ones(d_h, 1)))
+    assert w3.shape == (d_h, 1)
+    precision = pyro.sample("precision", dist.Gamma(3.0, 1.0))
+    with pyro.plate("data", n):
+        return pyro.sample("Y", dist.Normal(z2 @ w3, 1.0 / precision.sqrt()).to_event(1), obs=y)
