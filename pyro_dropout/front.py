@@ -31,7 +31,7 @@ from .infer import DropoutELBO
 from .metrics import aupr, auroc, evaluate, merge_reports, uncertainty_scores
 from .nn import dropout_off, from_module
 from .ops import is_positive_int, is_positive_number
-from .prediction import Predictions, predict
+from .prediction import Predictions, explain_chunks, predict
 
 __all__ = ["MCDropout"]
 
@@ -167,6 +167,16 @@ class MCDropout:
             self._ready(xb)
             parts.append(predict(self.model, self.guide, xb, num_samples=self._draws(num_samples)))
         return parts[0] if isinstance(x, torch.Tensor) else Predictions.of_points(parts, _OUTPUT_SITES)
+
+    def explain(self) -> str:
+        """How the draws run and why: the network's route at each input shape (its own forward on
+        all the draws' rows together, or one pass per draw), each site of the guide (its rate, or why
+        it is a point estimate), and prediction's chunks (recorded under a guard, or eager)."""
+        parts = [self.model.explain()]
+        if self.guide.prototype_trace is not None:
+            parts.append(self.guide.explain())
+        parts.append(explain_chunks(self.model, self.guide))
+        return "\n".join(parts)
 
     def probs(self, x: Any, num_samples: int | None = None) -> torch.Tensor:
         """The class probabilities of each draw, ``[T, N, C]`` (``[T, N, *positions, C]``)."""

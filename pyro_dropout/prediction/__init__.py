@@ -5,5 +5,13 @@ at the expected weights (``predict_standard``), draws from posterior samples
 from .collect import DRAWS_PLATE
 from .draws import Predictions
 from .predictive import predict, predict_from_samples, predict_standard
+from .recorded import explain_chunks
 
-__all__ = ["DRAWS_PLATE", "Predictions", "predict", "predict_from_samples", "predict_standard"]
+__all__ = [
+    "DRAWS_PLATE",
+    "Predictions",
+    "explain_chunks",
+    "predict",
+    "predict_from_samples",
+    "predict_standard",
+]

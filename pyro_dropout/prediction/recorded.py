@@ -26,7 +26,7 @@ from .collect import Outputs
 from .draw_cost import per_draw_bytes
 from .draws import Predictions
 
-__all__ = ["RECORD_FROM", "ChunkGraphs", "chunk_graphs"]
+__all__ = ["RECORD_FROM", "ChunkGraphs", "chunk_graphs", "explain_chunks"]
 
 RECORD_FROM = 24  # chunks of one size in a call from which recording pays (it costs about four chunks)
 _KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # guide -> its ChunkGraphs
@@ -41,6 +41,21 @@ def chunk_graphs(guide: Any, model: Any) -> ChunkGraphs | None:
         return kept
     except TypeError:  # not weakly referable
         return None
+
+
+def explain_chunks(model: Any, guide: Any) -> str:
+    """How ``predict``'s chunks of ``guide``'s draws on ``model`` run: recorded, replayed under their
+    guards, or eager, and why."""
+    kept = _KEPT.get(guide) if _weakly_referable(guide) else None
+    return kept.explain() if kept is not None and kept.model() is model else "predict's chunks: none yet"
+
+
+def _weakly_referable(value: Any) -> bool:
+    try:
+        weakref.ref(value)
+        return True
+    except TypeError:
+        return False
 
 
 Run = Callable[[tuple, dict, Any], Outputs]  # one eager chunk on (args, kwargs), filling a Predictions
@@ -58,8 +73,9 @@ class ChunkGraphs:
         self.widths: dict[Hashable, int | None] = {}
 
     def explain(self) -> str:
+        pending = f"recorded in a call of {RECORD_FROM} or more chunks of this size"
         routes = [
-            f"  chunks of {cast(tuple, k)[0]} draws, {r.describe(RECORD_FROM)}"
+            f"  chunks of {cast(tuple, k)[0]} draws, {r.describe(pending)}"
             for k, r in self.routes.by_key.items()
         ]
         return "\n".join(["predict's chunks:", *(routes or ["  none recorded"])])

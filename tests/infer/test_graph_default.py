@@ -67,7 +67,7 @@ def test_a_short_fit_is_never_recorded():
     _fit(loss, steps=RECORD_AT)
     (route,) = _routes(loss)
     assert not route.graphs and route.records == 0
-    assert f"eager until its call {RECORD_AT}" in loss.explain()
+    assert f"eager, recorded at its call {RECORD_AT}" in loss.explain()
 
 
 def test_a_shape_seen_rarely_is_not_recorded():

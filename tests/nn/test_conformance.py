@@ -58,6 +58,9 @@ def test_a_the_expected_weights_are_the_network_in_eval_mode(name):
     standard = predict_standard(bnn.model, bnn.guide, x).samples[case.site][0]
     expected = case.own(eval_output(net, x))
     assert torch.allclose(standard, expected, atol=1e-5), (standard - expected).abs().max()
+    said = bnn.explain()  # the route of the draws (their own forward, all rows or one pass each)
+    shape = ", ".join(map(str, x.shape[1:2]))
+    assert f"inputs [N, {shape}" in said and "the network's own forward" in said, said
 
 
 def test_the_issues_token_net_has_the_networks_own_sd():

@@ -52,7 +52,8 @@ class RecordedLoss:
     def explain(self) -> str:
         """How each call signature runs, and why."""
         first = 1 if self.mode == "compile" else RECORD_AT
-        routes = [f"  {r.describe(first)}" for r in self.routes.by_key.values()] or ["  no call yet"]
+        pending = f"recorded at its call {first}"
+        routes = [f"  {r.describe(pending)}" for r in self.routes.by_key.values()] or ["  no call yet"]
         if self.handlers:
             routes.append(f"  calls inside Pyro's {self.handlers} ran eagerly (a graph would bypass it)")
         return "\n".join([f"{self.owner}:", *routes])

@@ -39,11 +39,12 @@ class Route:
         self.record_s = 0.0
         self.compiled = False
 
-    def describe(self, record_at: int) -> str:
+    def describe(self, pending: str) -> str:
+        """How the route runs, in words; ``pending``: when one not yet recorded is recorded."""
         if self.eager:
             return f"{self.label}: eager ({self.eager}); {self.calls} calls"
         if self.guard is None:
-            return f"{self.label}: eager until its call {record_at}; {self.calls} calls"
+            return f"{self.label}: eager, {pending}; {self.calls} calls"
         kind = "compiled graph" if self.compiled else "recorded graph"
         return (
             f"{self.label}: {kind}, guarded on every call by {len(self.guard.roots)} roots; "

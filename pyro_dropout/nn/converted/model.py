@@ -49,6 +49,14 @@ def refuse_several_inputs(x: Any, where: str, wanted: str) -> None:
         )
 
 
+_SHARED_ROUTES = {
+    "fold": "the draws folded into the batch at the first layer whose weights differ between draws "
+    "(the layers before it run once)",
+    "eager": "the draws folded into the batch at the input",
+    "loop": "one pass per draw (the forward mixes the rows of a batch, or per_draw=True)",
+}
+
+
 class ConvertedModel(PyroModule):
     """The model :func:`~pyro_dropout.nn.from_module` returns: ``forward(x, y=None, num_data=None)``
     runs the converted network and observes ``y`` in a plate ``"data"`` (scaled by
@@ -89,6 +97,22 @@ class ConvertedModel(PyroModule):
         self.untraced = False  # torch.fx could not trace the forward
         self.verdicts: dict[tuple, str] = {}  # input signature -> "fold", "eager" or "loop"
         self.row_verdicts: dict[tuple, tuple[bool, int]] = {}  # masks="own": (rows apart, widest per row)
+        self.routes: dict[tuple, str] = {}  # how the draws at an input shape ran last, and why
+
+    def note_route(self, x: torch.Tensor, route: str) -> None:
+        """Keep how the draws at inputs like ``x`` ran (:meth:`explain`)."""
+        key = (tuple(x.shape[1:]), x.dtype)
+        if key not in self.routes and len(self.routes) >= 32:
+            self.routes.clear()
+        self.routes[key] = route
+
+    def explain(self) -> str:
+        """How the draws ran, by input shape: the network's own forward on all the draws' rows
+        together, one pass per draw (and why), or, with ``masks="shared"``, folded into the batch."""
+        lines = [f"converted network ({type(self.source_net or self.net).__name__}, masks={self.masks!r}):"]
+        for (shape, dtype), route in self.routes.items():
+            lines.append(f"  inputs [N, {', '.join(map(str, shape))}] ({dtype}): {route}")
+        return "\n".join(lines if self.routes else [*lines, "  no draws yet"])
 
     def state_key(self) -> int:
         """A number that changes whenever the network's modes, settings or tensors do (a guard's
@@ -205,6 +229,7 @@ class ConvertedModel(PyroModule):
         """The draws of weights that differ between draws, folded into the batch where the
         self-check allows it, else one at a time."""
         verdict = self._verdict(x, draws, sites)
+        self.note_route(x, _SHARED_ROUTES[verdict])
         if verdict == "loop":
             return self._looped(x, draws, sites)
         return self._folded(x, draws, eager=verdict == "eager")

@@ -175,6 +175,18 @@ def _batch_first(out: Any, rows: int, x: torch.Tensor) -> Any:
     return out
 
 
+def _own_route(count: int, apart: bool, per_draw: bool | None, pieces: int) -> str:
+    if count == 1:
+        return "the network's own forward, one draw"
+    if per_draw or not apart:
+        why = "per_draw=True" if per_draw else "its forward mixes the rows of a batch"
+        return f"the network's own forward, one pass per draw ({why})"
+    return (
+        f"the network's own forward on the {count} draws' rows together ({pieces} "
+        f"piece{'s' if pieces > 1 else ''})"
+    )
+
+
 def own_pass(model: Any, x: torch.Tensor, draws: torch.Size, sites: dict[str, int]) -> Any:
     """The outputs of the draws ``draws`` at ``x`` ``[*draws, N, ...]`` (no draws: ``[N, ...]``), the
     network's own forward drawing its own masks (its dropout off within :func:`dropout_off`)."""
@@ -185,6 +197,7 @@ def own_pass(model: Any, x: torch.Tensor, draws: torch.Size, sites: dict[str, in
             return _batch_first(network_output(source(weights, x)), n, x)
         count = math.prod(draws)
         if count > 1 and not same_weights(cache, sites):  # weights of their own: one pass each
+            model.note_route(x, "the network's own forward, one pass per draw (each draw's weights its own)")
             passes = (source(source.weights(cache, sites, Draw(i, draws)), x) for i in range(count))
             outs = [_batch_first(network_output(out), n, x) for out in passes]
         else:
@@ -197,6 +210,7 @@ def own_pass(model: Any, x: torch.Tensor, draws: torch.Size, sites: dict[str, in
             verdicts = model.row_verdicts
             apart, widest = (True, 0) if count == 1 else _decide(verdicts, key, source.source, x, forward)
             pieces = [1] * count if model.per_draw or not apart else _pieces(count, n, widest, x.device)
+            model.note_route(x, _own_route(count, apart, model.per_draw, len(pieces)))
             outs = [_batch_first(network_output(forward(_repeat(x, k))), k * n, x) for k in pieces]
     if not all(isinstance(o, torch.Tensor) for o in outs):
         return outs[0]
