@@ -18,6 +18,7 @@ __all__ = [
     "is_positive_number",
     "largest_tensor_bytes",
     "log_mean_exp",
+    "tensor_sizes",
 ]
 
 HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)  # the normal density's constant
@@ -46,19 +47,27 @@ def log_mean_exp(x: torch.Tensor, dim: int = 0) -> torch.Tensor:
     return (m + torch.log1p(torch.expm1(x - m).mean(dim=dim, keepdim=True))).squeeze(dim)
 
 
-class _Largest(TorchFunctionMode):
-    """Records the largest tensor a pass of PyTorch functions returns (broadcast views not counted)."""
+class _Sizes(TorchFunctionMode):
+    """The bytes of every tensor a pass of PyTorch functions returns, in order (broadcast views not
+    counted)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.largest = 0
+        self.sizes: list[int] = []
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         result = func(*args, **(kwargs or {}))
         for value in result if isinstance(result, tuple | list) else (result,):
             if isinstance(value, torch.Tensor) and 0 not in value.stride():
-                self.largest = max(self.largest, value.numel() * value.element_size())
+                self.sizes.append(value.numel() * value.element_size())
         return result
+
+
+def tensor_sizes(fn: Callable[[], Any]) -> tuple[Any, list[int]]:
+    """``fn()``, and the bytes of every tensor made on the way, in order."""
+    with _Sizes() as mode:
+        result = fn()
+    return result, mode.sizes
 
 
 def caller_stacklevel() -> int:
@@ -84,9 +93,8 @@ def caller_stacklevel() -> int:
 
 def largest_tensor_bytes(fn: Callable[[], Any]) -> tuple[Any, int]:
     """``fn()``, and the bytes of the largest tensor made on the way: one pass's widest layer."""
-    with _Largest() as mode:
-        result = fn()
-    return result, mode.largest
+    result, sizes = tensor_sizes(fn)
+    return result, max(sizes, default=0)
 
 
 def cache_bytes(level: int | None = None) -> int | None:

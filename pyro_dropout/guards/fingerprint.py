@@ -99,14 +99,17 @@ class Watch:
 class Fingerprinter:
     """One reading of values: ``live`` are the ids of tensors a graph reads when it runs (inputs and
     captured tensors it did not fold: their in-place version is not part of the fingerprint);
-    ``versions=False`` reads no version at all; ``kept`` holds every object read by identity, so that
-    a fingerprint kept with a graph keeps its ids from being reused; ``seen``, the ids of the mutable
-    containers and objects read, in order; ``items``, ``attributes``, ``sized``, ``versions`` and
+    ``versions=False`` reads no version at all; ``kept`` holds every object the fingerprint names by
+    its id (tensors, functions, classes), so that a fingerprint kept with a graph keeps those ids from
+    being reused (a module is named by what it holds, not its id: a graph kept with a guide does not
+    keep the guide alive); ``seen``, the ids of the mutable containers and objects read, in order
+    (each held until the reading ends); ``items``, ``attributes``, ``sized``, ``versions`` and
     ``equal``: the steps taken, for :class:`Watch`."""
 
     def __init__(self, live: frozenset[int] = frozenset(), versions: bool = True) -> None:
         self.live, self.read_versions = live, versions
         self.kept: list[Any] = []
+        self.alive: list[Any] = []  # what the reading holds until it ends (its ids in ``seen``)
         self.count = 0
         self.seen: dict[int, int] = {}
         self.items: list[tuple[Any, Any, Any]] = []
@@ -116,14 +119,14 @@ class Fingerprinter:
         self.equal: list[tuple[Any, Any]] = []
 
     def __call__(self, value: Any, depth: int = 0) -> Any:
+        self.count += 1
+        if self.count > BUDGET or depth > _MAX_DEPTH:
+            raise TooLarge(f"more than {BUDGET} values, or nested more than {_MAX_DEPTH} deep")
         kind = type(value)
         if kind is str or value is None:
             return value
         if kind in _NUMBERS:
             return (kind, value) if value == value else (kind, "nan")
-        self.count += 1
-        if self.count > BUDGET or depth > _MAX_DEPTH:
-            raise TooLarge(f"more than {BUDGET} values, or nested more than {_MAX_DEPTH} deep")
         if isinstance(value, torch.Tensor):
             return self._tensor(value)
         if isinstance(value, _ATOMS):
@@ -134,7 +137,7 @@ class Fingerprinter:
         if order is not None:  # a mutable container or object read before: shared, or a cycle
             return ("seen", order)
         self.seen[id(value)] = len(self.seen)
-        self.kept.append(value)  # alive until the reading ends: its id is not reused meanwhile
+        self.alive.append(value)  # held until the reading ends: its id is not reused meanwhile
         if kind is list or isinstance(value, dict):
             return (
                 kind,
@@ -230,7 +233,6 @@ class Fingerprinter:
         """A module: its mode and settings (a library module's plain ones only; a user's module's
         every attribute), its parameters and buffers (tensors), hooks, Pyro priors and parameter
         constraints, and its children."""
-        self.kept.append(module)
         space = vars(module)
         library = is_library(type(module))
         keys = [

@@ -17,6 +17,7 @@ import gc
 import operator
 import os
 import sys
+import weakref
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -178,8 +179,11 @@ class Guard:
         reader = Fingerprinter(self.live, versions)
         values = tuple(get() for _, get in self.roots)
         fingerprint = (runtime_state(), *map(reader, values))
-        if versions:
-            self._last = fingerprint, values, Watch(reader)
+        if versions:  # a root read through a weak reference is held by it (_held)
+            held = tuple(
+                get if isinstance(get, weakref.ref) else v for (_, get), v in zip(self.roots, values)
+            )
+            self._last = fingerprint, held, Watch(reader)
         return fingerprint, reader
 
     def now(self) -> tuple:
@@ -188,7 +192,7 @@ class Guard:
         last = self._last
         if (
             last is not None
-            and all(map(operator.is_, (get() for _, get in self.roots), last[1]))
+            and all(map(operator.is_, (get() for _, get in self.roots), map(_held, last[1])))
             and runtime_state() == last[0][0]
             and last[2].holds()
         ):
@@ -204,17 +208,31 @@ class Guard:
         return "the number of values read"
 
 
-def object_roots(model: Any, guide: Any, objective: Any = None) -> list[Root]:
+def _held(value: Any) -> Any:
+    return value() if isinstance(value, weakref.ref) else value
+
+
+def object_roots(model: Any, guide: Any, objective: Any = None, weak: bool = False) -> list[Root]:
     """Pyro's param store, the model, the guide and the objective as roots (a function's own globals
-    are found when it runs)."""
+    are found when it runs); ``weak``: read through weak references where they can be (roots kept
+    with the guide itself, which must not keep it alive)."""
     roots: list[Root] = [
         ("Pyro's param store", partial(_store_table, "_params")),
         ("the constraints of Pyro's parameters", partial(_store_table, "_constraints")),
     ]
     for name, value in (("the model", model), ("the guide", guide), ("the loss's settings", objective)):
         if value is not None and not isinstance(value, FunctionType):
-            roots.append((name, partial(_same, value)))
+            roots.append((name, _reader(value, weak)))
     return roots
+
+
+def _reader(value: Any, weak: bool) -> Callable[[], Any]:
+    if weak:
+        try:
+            return weakref.ref(value)
+        except TypeError:  # not weakly referable
+            pass
+    return partial(_same, value)
 
 
 def _same(value: Any) -> Any:

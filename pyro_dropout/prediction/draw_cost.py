@@ -13,36 +13,16 @@ the chunk, which may then hold as much as the shared pass's widest tensor.
 
 from __future__ import annotations
 
-from typing import Any
-
-import torch
 from pyro.util import get_rng_state, set_rng_state
-from torch.overrides import TorchFunctionMode
 
+from ..ops import tensor_sizes
 from .chunks import ChunkRunner
 
 __all__ = ["per_draw_bytes"]
 
 
-class _Sizes(TorchFunctionMode):
-    """The bytes of every tensor a pass returns, in order (broadcast views not counted)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.sizes: list[int] = []
-
-    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        result = func(*args, **(kwargs or {}))
-        for value in result if isinstance(result, tuple | list) else (result,):
-            if isinstance(value, torch.Tensor) and 0 not in value.stride():
-                self.sizes.append(value.numel() * value.element_size())
-        return result
-
-
 def _sizes(runner: ChunkRunner, size: int) -> list[int]:
-    with _Sizes() as mode:
-        runner.run(size)
-    return mode.sizes
+    return tensor_sizes(lambda: runner.run(size))[1]
 
 
 def per_draw_bytes(runner: ChunkRunner, warm_up: bool = True) -> int | None:

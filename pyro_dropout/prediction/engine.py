@@ -139,7 +139,7 @@ def draw_chunks(
                 first = done == 0
                 outputs = _batched_chunk(runner, size, count, wanted, meta, graphs, first)
             except BatchedDrawError as error:  # the check's two draws passed, these did not
-                parallel, size = _one_at_a_time(runner, error), 1
+                parallel, size = _one_at_a_time(runner, error, graphs), 1
         if outputs is None:
             trace, latents = runner.run_one()
             check_wanted(wanted, trace)
@@ -167,7 +167,7 @@ def _batched_chunk(
     return graphs.outputs(size, count, runner.args, runner.kwargs, run, meta, first)
 
 
-def _one_at_a_time(runner: ChunkRunner, error: BatchedDrawError) -> bool:
+def _one_at_a_time(runner: ChunkRunner, error: BatchedDrawError, graphs: ChunkGraphs | None) -> bool:
     """Warn that a chunk of batched draws failed (where the self-check's two draws passed: a plate
     sized from a layer's output, say) and that the draws run one at a time from now on."""
     cause = error.__cause__ or error
@@ -178,7 +178,8 @@ def _one_at_a_time(runner: ChunkRunner, error: BatchedDrawError) -> bool:
         "(parallel=False): exact, slower",
         stacklevel=4,
     )
-    remember_unbatched(runner)
+    if graphs is not None:
+        remember_unbatched(runner, graphs.batching, graphs.state())
     return False
 
 

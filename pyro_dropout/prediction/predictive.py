@@ -130,7 +130,8 @@ def _guide_chunks(
     measure = None if not parallel else per_draw_bytes if kept is None else kept.per_draw_bytes
     runner, chunk = prepare(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device, measure)
     _check_seen(guide, runner.prototype)
-    parallel = parallel and batched_is_exact(runner)
+    verdicts, state = ({}, None) if kept is None else (kept.batching, kept.state())
+    parallel = parallel and batched_is_exact(runner, verdicts, state)
     graphs = kept if parallel else None
     return draw_chunks(runner, num_samples, chunk, parallel, wanted, meta, graphs)
 
@@ -233,7 +234,7 @@ def _from_samples(
     runner, chunk = prepare(model, one_draw, draw, args, kwargs, num_samples, chunk_size, device, measure)
     offset[0] = 0
     _check_seen(guide, runner.prototype)
-    parallel = parallel and batched_is_exact(runner)
+    parallel = parallel and batched_is_exact(runner, {})  # samples, not a guide: checked each call
     # no trace: each chunk takes its own slice of the samples (Python state a trace would freeze)
     chunks = draw_chunks(runner, num_samples, chunk, parallel, wanted, out)
     return _predict(chunks, out, num_samples)

@@ -19,7 +19,7 @@ from typing import Any, cast
 import pyro
 import torch
 
-from ..guards import object_roots, signature, tensors_of
+from ..guards import Guard, object_roots, signature, tensors_of
 from ..infer.recorded.routes import Routes, graph_for, record_call
 from .chunks import ChunkRunner
 from .collect import Outputs
@@ -69,6 +69,8 @@ class ChunkGraphs:
     def __init__(self, model: Any, guide: Any) -> None:
         self.model, self.guide = _ref(model), _ref(guide)
         self.routes = Routes("predict", max_graphs=1)  # a new state (trained weights) replaces the graph
+        self.batching: dict[Hashable, bool] = {}  # the batching check's verdicts, by signature and state
+        self._state = Guard([("the model", self.model), ("the guide", self.guide)])
         self.descriptions: dict[Hashable, tuple[dict, dict]] = {}
         self.widths: dict[Hashable, int | None] = {}
 
@@ -79,6 +81,10 @@ class ChunkGraphs:
             for k, r in self.routes.by_key.items()
         ]
         return "\n".join(["predict's chunks:", *(routes or ["  none recorded"])])
+
+    def state(self) -> Hashable:
+        """The model's and guide's fingerprint now: a verdict of the batching check holds for it."""
+        return self._state.now()
 
     def per_draw_bytes(self, runner: ChunkRunner, warm_up: bool) -> int | None:
         """:func:`~.draw_cost.per_draw_bytes`, measured once per call signature."""
@@ -112,7 +118,11 @@ class ChunkGraphs:
                 return dict(outputs)
             if route.eager:
                 return run(args, kwargs, meta)
-            roots = object_roots(self.model(), self.guide()) if route.guard is None else route.guard.roots
+            roots = (
+                object_roots(self.model(), self.guide(), weak=True)
+                if route.guard is None
+                else route.guard.roots
+            )
             fn = _chunk(run, meta)
             outputs, _ = record_call(route, self.routes, fn, (), args, kwargs, roots, detaches=True)
             self.descriptions[key] = (dict(meta.kinds), dict(meta.distributions))

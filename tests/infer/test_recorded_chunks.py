@@ -141,3 +141,21 @@ def test_a_skip_connection_network_predicts_in_many_chunks_without_a_crash(masks
     assert _graphs(bnn.guide, bnn.model) == 1, recorded.chunk_graphs(bnn.guide, bnn.model).explain()
     assert probs[True].shape == (60, 12, 3)
     assert torch.allclose(probs[True], probs[False], atol=1e-5)
+
+
+def test_the_recorded_chunks_kept_with_a_guide_do_not_keep_it_alive(monkeypatch):
+    """The chunks' routes are kept with the guide (a weak mapping): their guards read the model and
+    guide through weak references, so deleting both frees them, graphs and all."""
+    import gc
+    import weakref
+
+    monkeypatch.setattr(recorded, "RECORD_FROM", 2)
+    model = MLP(3, hidden=(8,))
+    guide = DropoutGuide(model, dropout=0.2)
+    guide(torch.randn(4, 3), torch.zeros(4))
+    predict(model, guide, torch.randn(5, 3), num_samples=20, chunk_size=2)
+    assert _graphs(guide, model) == 1
+    refs = weakref.ref(guide), weakref.ref(model)
+    del guide, model
+    gc.collect()
+    assert all(ref() is None for ref in refs)

@@ -278,3 +278,43 @@ def test_a_model_wrapped_by_pyros_handlers_is_read_inside_them():
     before = guard.read()[0]
     model.noise = 0.5
     assert guard.now() != before
+
+
+GROWING = {"values": []}  # a global container the model holds, which grows after recording
+
+
+class Holding(Branchy):
+    def __init__(self):
+        super().__init__(False)
+        self.table = GROWING
+
+
+def test_what_a_guard_reads_growing_past_its_budget_turns_the_signature_eager():
+    """After recording, a container the guard reads grows past 20,000 values: the next step runs
+    eagerly, with the reason, instead of comparing that much at every step (or failing)."""
+    from pyro_dropout.guards import BUDGET
+
+    model, guide, svi = _setup(DropoutELBO(), Holding())
+    GROWING["values"] = []
+    try:
+        _warm(svi)
+        GROWING["values"].extend(range(BUDGET + 1))
+        assert _stepped(svi, X, Y) == pytest.approx(_eager(model, guide, X, Y), rel=1e-5)
+        assert "grew too large to compare" in _explain(svi)
+    finally:
+        GROWING["values"] = []
+
+
+def test_a_recording_that_cannot_be_checked_runs_eagerly(monkeypatch):
+    """The admission run failing (the graph, or the call run again) is a reason to stay eager, not
+    an error of the user's step."""
+    from pyro_dropout.infer.recorded import routes
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("no check today")
+
+    monkeypatch.setattr(routes, "admitted", failing)
+    model, guide, svi = _setup(DropoutELBO())
+    _warm(svi)
+    assert "could not be checked (RuntimeError: no check today)" in _explain(svi)
+    assert _stepped(svi, X, Y) == pytest.approx(_eager(model, guide, X, Y), rel=1e-5)

@@ -93,7 +93,12 @@ def graph_for(route: Route) -> Callable | None:
     """The graph recorded for what the route's guard reads now, or None; a route whose state changes
     at most calls turns eager."""
     assert route.guard is not None
-    now = route.guard.now()
+    try:
+        now = route.guard.now()
+    except TooLarge as e:  # what it reads grew since it was recorded
+        route.eager, route.guard = f"what the code reads grew too large to compare at every call ({e})", None
+        route.graphs.clear()
+        return None
     found = route.graphs.get(now)
     if found is not None:
         route.graphs.move_to_end(now)
@@ -181,7 +186,10 @@ def _keep_graph(
             graph, why = record_loss(fn, args, kwargs, params, False, detaches)
             compiling = False
         if graph is not None:
-            why = admitted(graph, inputs, len(params), lambda: fn(*args, **kwargs), device)
+            try:
+                why = admitted(graph, inputs, len(params), lambda: fn(*args, **kwargs), device)
+            except Exception as error:  # the graph, or the call run again, failed: eager is exact
+                why = f"the recorded graph could not be checked ({type(error).__name__}: {error})"
     why = f"the code changes {changed[0]} in place" if changed else why
     if why or graph is None:
         return why
