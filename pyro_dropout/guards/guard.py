@@ -180,9 +180,8 @@ class Guard:
         values = tuple(get() for _, get in self.roots)
         fingerprint = (runtime_state(), *map(reader, values))
         if versions:  # a root read through a weak reference is held by it (_held)
-            held = tuple(
-                get if isinstance(get, weakref.ref) else v for (_, get), v in zip(self.roots, values)
-            )
+            pairs = zip(self.roots, values, strict=True)
+            held = tuple(get if isinstance(get, weakref.ref) else v for (_, get), v in pairs)
             self._last = fingerprint, held, Watch(reader)
         return fingerprint, reader
 
