@@ -14,6 +14,7 @@ from torch.overrides import TorchFunctionMode
 __all__ = [
     "HALF_LOG_2PI",
     "cache_bytes",
+    "check_seed",
     "is_positive_int",
     "is_positive_number",
     "largest_tensor_bytes",
@@ -34,6 +35,13 @@ def is_positive_number(value: Any) -> TypeGuard[float]:
     """Whether ``value`` is a finite ``int`` or ``float`` above 0 (a bool, NaN or inf is not): the
     check behind every "must be a positive finite number" error."""
     return isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < math.inf
+
+
+def check_seed(seed: Any, where: str) -> int:
+    """``seed`` as PyTorch's generators take it: an int in [0, 2**63); a clear error otherwise."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise ValueError(f"{where}: seed must be an int in [0, 2**63), got {seed!r}")
+    return seed
 
 
 def log_mean_exp(x: torch.Tensor, dim: int = 0) -> torch.Tensor:

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from ..metrics import acquisition_scores, batch_bald, check_acquisition
-from ..ops import is_positive_int
+from ..ops import check_seed, is_positive_int
 from .pool import PoolDraws
 
 __all__ = ["ActiveLearner", "balanced_start"]
@@ -28,7 +28,10 @@ __all__ = ["ActiveLearner", "balanced_start"]
 def balanced_start(y: torch.Tensor, per_class: int, seed: int = 0) -> torch.Tensor:
     """``per_class`` random rows of each class of ``y`` (the paper's 20 initial labels: 2 of each
     of MNIST's 10 digits), their indices sorted."""
-    g = torch.Generator().manual_seed(seed)
+    if not is_positive_int(per_class):
+        raise ValueError(f"balanced_start: per_class must be a positive int, got {per_class!r}")
+    y = _class_labels(y, "balanced_start")
+    g = torch.Generator().manual_seed(check_seed(seed, "balanced_start"))
     chosen = []
     for c in torch.unique(y):
         rows = torch.nonzero(y == c).flatten()
@@ -36,6 +39,35 @@ def balanced_start(y: torch.Tensor, per_class: int, seed: int = 0) -> torch.Tens
             raise ValueError(f"balanced_start: class {int(c)} has {len(rows)} rows, fewer than {per_class}")
         chosen.append(rows[torch.randperm(len(rows), generator=g)[:per_class]])
     return torch.cat(chosen).sort().values
+
+
+def _class_labels(y: Any, where: str) -> torch.Tensor:
+    """``y`` as class indices ``[N]``: one-hot rows or fractional labels are refused, named."""
+    y = torch.as_tensor(y)
+    if y.dim() != 1:
+        raise ValueError(
+            f"{where}: labels must be class indices [N], got shape {tuple(y.shape)}"
+            + (" (one-hot rows? pass y.argmax(-1))" if y.dim() == 2 else "")
+        )
+    if y.is_floating_point() and not bool((y == y.round()).all()):
+        raise ValueError(f"{where}: labels must be whole class indices, got fractional values")
+    return y.long()
+
+
+def _rows(rows: Any, n: int, where: str) -> torch.Tensor:
+    """``rows`` as indices of a pool of ``n`` rows: integers, in range, each once, at least one."""
+    t = torch.as_tensor(rows)
+    if t.dim() != 1 or len(t) == 0:
+        raise ValueError(f"{where}: expected a list of row indices, got shape {tuple(t.shape)}")
+    if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+        raise ValueError(f"{where}: row indices must be integers, got {t.dtype} ({t[:3].tolist()}...)")
+    if bool((t < 0).any()) or bool((t >= n).any()):
+        raise ValueError(
+            f"{where}: row indices must lie in [0, {n}) (no negative index), got {t.tolist()[:5]}..."
+        )
+    if len(torch.unique(t)) != len(t):
+        raise ValueError(f"{where}: a row index appears more than once")
+    return t.long()
 
 
 @dataclass
@@ -66,12 +98,19 @@ class ActiveLearner:
             raise ValueError(
                 "ActiveLearner: the pool's and the test set's inputs and labels must have one row each"
             )
-        if not is_positive_int(self.k):
-            raise ValueError(f"ActiveLearner: k must be a positive int, got {self.k!r}")
+        for name in ("k", "batch_size"):
+            if not is_positive_int(getattr(self, name)):
+                raise ValueError(f"ActiveLearner: {name} must be a positive int, got {getattr(self, name)!r}")
+        if not is_positive_int(self.num_samples) or self.num_samples < 2:
+            raise ValueError(f"ActiveLearner: num_samples must be an int >= 2, got {self.num_samples!r}")
+        if self.subset is not None and not is_positive_int(self.subset):
+            raise ValueError(f"ActiveLearner: subset must be a positive int or None, got {self.subset!r}")
+        check_seed(self.seed, "ActiveLearner")
         if self.acquisition != "batch_bald":
             check_acquisition(self.acquisition)
+        self.y_pool = _class_labels(self.y_pool, "ActiveLearner (y_pool)")
         start = balanced_start(self.y_pool, 2, self.seed) if self.initial is None else self.initial
-        self.labelled = torch.as_tensor(start, dtype=torch.long)
+        self.labelled = _rows(start, len(self.x_pool), "ActiveLearner (initial)")
         self.pair: tuple[Any, Any] | None = None
         self.generator = torch.Generator().manual_seed(self.seed)
 
@@ -106,6 +145,10 @@ class ActiveLearner:
 
     def round(self) -> dict[str, float]:
         """One round: train, record the test error, acquire ``k`` rows (the oracle labels them)."""
+        if len(self.labelled) >= len(self.x_pool):
+            raise ValueError(
+                f"ActiveLearner: every row of the pool ({len(self.x_pool)}) is labelled: no round is left"
+            )
         error = self.train()
         entry = {"labelled": float(len(self.labelled)), "error": error}
         self.history.append(entry)
@@ -114,6 +157,8 @@ class ActiveLearner:
 
     def run(self, rounds: int) -> list[dict[str, float]]:
         """``rounds`` rounds; the history of every round so far."""
+        if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 0:
+            raise ValueError(f"ActiveLearner.run: rounds must be a whole number >= 0, got {rounds!r}")
         for _ in range(rounds):
             self.round()
         return self.history

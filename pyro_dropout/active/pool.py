@@ -15,11 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import pyro
 import torch
 
 from ..batches import batches
-from ..ops import is_positive_int
+from ..ops import check_seed, is_positive_int
 from ..prediction import predict, predict_from_samples
 
 __all__ = ["PoolDraws", "pool_probs"]
@@ -35,14 +34,17 @@ class PoolDraws:
     ) -> None:
         if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 2:
             raise ValueError(f"pool draws: num_samples must be an int >= 2, got {num_samples!r}")
+        check_seed(seed, "pool draws")
         if getattr(guide, "prototype_trace", False) is None:
             raise ValueError(
                 "pool draws: the guide has not met the model yet: train it first (or call guide(x, y) "
                 "once with labelled rows), its weights are what the pool is scored with"
             )
         self.model = model
-        with torch.random.fork_rng(devices=[]):
-            pyro.set_rng_seed(seed)
+        with torch.random.fork_rng(
+            devices=[]
+        ):  # the draws are PyTorch's: the caller's NumPy, random untouched
+            torch.manual_seed(seed)
             first = predict(model, guide, example[:1], num_samples=num_samples)
         # a site with one value in every draw (the point weights of a layer without dropout) is
         # kept once, expanded: the model then computes what depends on it once for all draws
@@ -82,6 +84,17 @@ class PoolDraws:
             yield self.probs(x)
 
 
+def _once(pool: Any) -> Any:
+    """``pool`` itself where it can be read again (a DataLoader, a list), else its batches read
+    whole, once (an iterator: reading its first batch to look at it would lose that batch)."""
+    try:
+        if iter(pool) is not pool:
+            return pool
+    except TypeError:  # not iterable: batches() says so
+        return pool
+    return [(x,) if y is None else (x, y) for x, y in batches(pool, "pool_probs")]
+
+
 def pool_probs(
     model: Callable,
     guide: Callable,
@@ -92,15 +105,21 @@ def pool_probs(
     seed: int = 0,
 ) -> torch.Tensor:
     """``[T, N, C]``: the class probabilities of ``num_samples`` draws (seeded, kept for all rows)
-    at every row of ``pool`` (a tensor, scored ``batch_size`` rows at a time, or a ``DataLoader``)."""
+    at every row of ``pool`` (a tensor, scored ``batch_size`` rows at a time, or a ``DataLoader``;
+    an iterator, which can be read once, is read whole first). Only PyTorch's generator draws, in a
+    state of its own: the caller's random states are left as they were."""
     if isinstance(pool, torch.Tensor):
         if batch_size is not None and not is_positive_int(batch_size):
             raise ValueError(f"pool_probs: batch_size must be a positive int, got {batch_size!r}")
+        if pool.dim() == 0 or len(pool) == 0:
+            raise ValueError(
+                f"pool_probs: the pool has no rows (shape {tuple(pool.shape)}): nothing to score"
+            )
         step = batch_size or len(pool)
         parts: Any = [(pool[i : i + step],) for i in range(0, len(pool), step)]
         example = pool
     else:
-        parts = pool
-        example = next(iter(batches(pool, "pool_probs")))[0]
+        parts = _once(pool)
+        example = next(iter(batches(parts, "pool_probs")))[0]  # an empty pool: a clear error
     draws = PoolDraws(model, guide, example, num_samples, seed)
     return torch.cat(list(draws.stream(parts)), dim=1)

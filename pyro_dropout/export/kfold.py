@@ -27,7 +27,7 @@ import pyro
 import torch
 from pyro.util import get_rng_state, set_rng_state
 
-from ..guides import DropoutGuide
+from ..guides import DropoutGuide, apart
 from ._arviz_compat import arviz_major
 from .kfold_runs import fit_and_score, runs_model, split_scores
 from .refit import Refit, check_rows
@@ -111,7 +111,7 @@ def _together(
     """The folds' ``[K, N]`` scores from one model holding K runs, or why that cannot be."""
     if plan.fit is not None:
         return "a fit= of one's own trains one model at a time"
-    with pyro.get_param_store().scope():
+    with apart():
         pyro.set_rng_seed(plan.seed)
         net = runs_model(factory(), k)
         if isinstance(net, str):
@@ -127,7 +127,7 @@ def _one_by_one(
     scores = torch.empty(k, len(x), dtype=torch.float64)
     for fold in range(k):
         out = folds == fold
-        with pyro.get_param_store().scope():
+        with apart():
             pyro.set_rng_seed(plan.seed + fold)
             model = factory()
             made = plan.guide(model)

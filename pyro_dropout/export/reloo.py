@@ -25,7 +25,7 @@ import pyro
 import torch
 from pyro.util import get_rng_state, set_rng_state
 
-from ..guides import DropoutGuide
+from ..guides import DropoutGuide, apart
 from ._arviz_compat import arviz_major
 from .kfold import PSIS_K_LIMIT
 from .refit import Refit, check_rows, draws_log_likelihood
@@ -50,7 +50,7 @@ def sampling_wrapper(model_factory: Callable[[], Any], x: torch.Tensor, y: torch
         def sample(self, modified_observed_data: Any) -> Any:
             xs, ys, out = modified_observed_data
             store = pyro.get_param_store()
-            with store.scope():
+            with apart():
                 pyro.set_rng_seed(refit.seed + int(out.nonzero()[0]))
                 model = model_factory()
                 guide = refit.guide(model)
@@ -63,7 +63,7 @@ def sampling_wrapper(model_factory: Callable[[], Any], x: torch.Tensor, y: torch
         def log_likelihood__i(self, excluded_obs: Any, idata__i: Any) -> Any:
             model, guide, state = idata__i
             store = pyro.get_param_store()
-            with store.scope(), torch.no_grad():
+            with apart(), torch.no_grad():
                 store.set_state(state)
                 x_i, y_i = excluded_obs
                 ll = draws_log_likelihood(model, guide, x_i, y_i, refit.draws, refit.site, (1,))

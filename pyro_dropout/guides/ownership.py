@@ -12,11 +12,13 @@ values in the store a guide made (a loaded state is made by no guide).
 from __future__ import annotations
 
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pyro
 
-__all__ = ["GuideConflictError", "check_owner", "claim", "forget_on_collection", "make_room"]
+__all__ = ["GuideConflictError", "apart", "check_owner", "claim", "forget_on_collection", "make_room"]
 
 
 class GuideConflictError(RuntimeError):
@@ -78,6 +80,20 @@ def check_owner(guide: Any, prefix: str) -> None:
         "building the models, or finish with one guide (and pyro.clear_param_store()) before "
         "setting up the next"
     )
+
+
+@contextmanager
+def apart() -> Iterator[None]:
+    """Within the block, models and guides may be set up and fitted on names the caller's hold
+    (K-fold refits, leave-one-out refits); after it, Pyro's param store holds the caller's values
+    again and every name belongs to the guide it belonged to, so the caller's fitted guide runs on."""
+    owners = dict(_OWNERS)
+    with pyro.get_param_store().scope():
+        try:
+            yield
+        finally:
+            _OWNERS.clear()
+            _OWNERS.update(owners)
 
 
 def make_room(guide: Any, prefix: str, shapes: dict[str, tuple[int, ...]]) -> None:

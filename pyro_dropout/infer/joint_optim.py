@@ -19,7 +19,7 @@ import pyro
 import torch
 from pyro.optim import PyroOptim
 
-from .saved import safe_load
+from .saved import check_optimizer_state, safe_load
 
 __all__ = ["JointOptim", "one_optimizer", "update_kernel"]
 
@@ -74,14 +74,26 @@ class JointOptim(PyroOptim):
         if state is None:
             return
         single = self._new([param])
-        single.load_state_dict(state)  # PyTorch's own checks and casts to the parameter
+        where = f"{getattr(self, 'loaded_from', 'the optimizer state')}: parameter {name!r}"
+        for key, value in (state["state"].get(0) or {}).items():
+            if isinstance(value, torch.Tensor) and value.dim() and value.shape != param.shape:
+                raise ValueError(
+                    f"{where}: its {key} has shape {tuple(value.shape)}, the parameter {tuple(param.shape)}"
+                )
+        try:
+            single.load_state_dict(state)  # PyTorch's own checks and casts to the parameter
+        except (ValueError, KeyError, TypeError, IndexError) as e:
+            raise ValueError(f"{where}: not a state of {type(single).__name__} ({e})") from None
         assert self.optimizer is not None
         self.optimizer.state[param] = single.state[param]
 
     def load(self, filename: str, map_location: Any = None) -> None:
         """The state :meth:`save` wrote, read with ``weights_only=True`` (``pyro.optim``'s own
         ``load`` unpickles, so a crafted file would run code): :func:`~pyro_dropout.infer.saved.safe_load`."""
-        self.set_state(safe_load(filename, map_location))
+        state = safe_load(filename, map_location)
+        check_optimizer_state(state, str(filename))
+        self.set_state(state)
+        self.loaded_from = str(filename)
 
     def get_state(self) -> dict:
         """``{parameter name: PyTorch optimizer state}``, as ``pyro.optim``'s ``get_state``."""

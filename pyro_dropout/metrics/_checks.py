@@ -22,13 +22,17 @@ def check_finite(x: torch.Tensor, what: str) -> torch.Tensor:
     return x
 
 
-def check_probs(probs: object, what: str = "probs", draws: bool = True) -> torch.Tensor:
-    """Class probabilities ``[T, N, C]`` (``draws``) or ``[N, C]``: finite, in [0, 1], summing to 1."""
+def check_probs(probs: object, what: str = "probs", draws: bool = True, min_draws: int = 1) -> torch.Tensor:
+    """Class probabilities ``[T, N, C]`` (``draws``, at least ``min_draws`` of them: 2 where a score
+    is the draws' disagreement) or ``[N, C]``: finite, in [0, 1], summing to 1."""
     p = check_finite(as_tensor(probs, what), what)
     expected = 3 if draws else 2
     if p.dim() != expected:
         layout = "[T, N, C] (draws, points, classes)" if draws else "[N, C] (points, classes)"
         raise ValueError(f"{what}: expected shape {layout}, got {tuple(p.shape)}")
+    if draws and p.shape[0] < min_draws:
+        why = "a score of the draws' disagreement needs two" if min_draws > 1 else "a score needs one"
+        raise ValueError(f"{what}: {p.shape[0]} draws (shape {tuple(p.shape)}); {why} or more")
     if not p.is_floating_point():
         raise ValueError(f"{what}: expected probabilities (floats), got dtype {p.dtype}")
     if p.shape[-2] == 0 or p.shape[-1] == 0:

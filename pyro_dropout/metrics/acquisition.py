@@ -42,30 +42,33 @@ __all__ = [
 
 
 def bald(probs: object) -> torch.Tensor:
-    """BALD ``[N]``: the mutual information between each point's label and the weights."""
-    return mutual_information(probs)
+    """BALD ``[N]``: the mutual information between each point's label and the weights (two draws at
+    least: with one, every score is zero and the pick arbitrary)."""
+    return mutual_information(check_probs(probs, "bald: probs", min_draws=2))
 
 
 def max_entropy(probs: object) -> torch.Tensor:
     """Max entropy ``[N]``: the entropy of the MC predictive."""
-    return predictive_entropy(probs)
+    return predictive_entropy(check_probs(probs, "max_entropy: probs"))
 
 
 def variation_ratios(probs: object) -> torch.Tensor:
-    """Variation ratios ``[N]``: the share of draws whose top class is not the modal one."""
-    return variation_ratio(probs)
+    """Variation ratios ``[N]``: the share of draws whose top class is not the modal one (two draws
+    at least)."""
+    return variation_ratio(check_probs(probs, "variation_ratios: probs", min_draws=2))
 
 
 def mean_std(probs: object) -> torch.Tensor:
-    """Mean std ``[N]``: each class probability's sd over the draws, averaged over the classes."""
-    p = check_probs(probs)
+    """Mean std ``[N]``: each class probability's sd over the draws, averaged over the classes (two
+    draws at least)."""
+    p = check_probs(probs, "mean_std: probs", min_draws=2)
     variance = (p * p).mean(0) - p.mean(0) ** 2
     return variance.clamp_min(0).sqrt().mean(-1)
 
 
 def random_scores(probs: object, generator: torch.Generator | None = None) -> torch.Tensor:
     """Uniform scores ``[N]`` (random acquisition), one per point of ``probs``."""
-    p = check_probs(probs)
+    p = check_probs(probs, "random_scores: probs")
     return torch.rand(p.shape[1], generator=generator, dtype=p.dtype)
 
 
@@ -73,8 +76,10 @@ def epistemic_variance(means: object) -> torch.Tensor:
     """The variance over draws of the predictive means ``[T, N]``, per point (regression's BALD
     under a Gaussian likelihood of fixed noise: the part of the predictive variance the weights cause)."""
     m = means if isinstance(means, torch.Tensor) else torch.as_tensor(means)
-    if m.dim() != 2 or m.shape[0] < 2:
-        raise ValueError(f"epistemic_variance: means must be [T >= 2, N] draws, got {tuple(m.shape)}")
+    if m.dim() != 2 or m.shape[0] < 2 or m.shape[1] < 1:
+        raise ValueError(
+            f"epistemic_variance: means must be [T >= 2, N >= 1] draws of the points, got {tuple(m.shape)}"
+        )
     if not bool(torch.isfinite(m).all()):
         raise ValueError("epistemic_variance: the means hold NaN or infinite values")
     return m.var(0, unbiased=False)

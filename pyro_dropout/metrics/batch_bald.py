@@ -26,17 +26,28 @@ from __future__ import annotations
 
 import torch
 
+from ..ops import is_positive_int
 from ._checks import check_probs
 from .classification import entropy
 
-__all__ = ["batch_bald", "joint_entropy"]
+__all__ = ["MAX_CONFIGURATIONS", "batch_bald", "joint_entropy"]
+
+MAX_CONFIGURATIONS = 2**24  # the table joint_entropy enumerates: draws x configurations (128 MiB in float64)
 
 
 def joint_entropy(probs: torch.Tensor) -> torch.Tensor:
     r"""The exact entropy of the joint predictive of all N points of ``probs`` ``[T, N, C]``,
     :math:`\mathcal H[y_1, ..., y_N]` under :math:`p(y) = \frac1T \sum_t \prod_n p_t(y_n)`, by
-    enumerating the :math:`C^N` configurations (small cases: tests and checks)."""
-    p = check_probs(probs)
+    enumerating the :math:`C^N` configurations (small cases: tests and checks; at most
+    :data:`MAX_CONFIGURATIONS` of them, for each draw)."""
+    p = check_probs(probs, "joint_entropy: probs")
+    configurations = p.shape[2] ** p.shape[1]
+    if configurations * p.shape[0] > MAX_CONFIGURATIONS:
+        raise ValueError(
+            f"joint_entropy: {p.shape[2]} classes on {p.shape[1]} points are {p.shape[2]}^{p.shape[1]} "
+            f"configurations for each of {p.shape[0]} draws, more than the {MAX_CONFIGURATIONS:,} it "
+            "enumerates; batch_bald(probs, k, num_configurations=...) estimates it by sampling"
+        )
     table = torch.ones(p.shape[0], 1, dtype=p.dtype)
     for n in range(p.shape[1]):
         table = (table.unsqueeze(-1) * p[:, n].unsqueeze(1)).reshape(p.shape[0], -1)
@@ -73,8 +84,9 @@ def _gains(table: torch.Tensor, probs: torch.Tensor, exact: bool, piece: int) ->
         if exact:
             out[start : start + piece] = -torch.special.xlogy(joint, joint).sum((1, 2))
         else:  # E over sampled y_S of -sum_c p(y_c | y_S) log p(y_S, y_c)
-            conditional = joint / weight.clamp_min(torch.finfo(probs.dtype).tiny)[:, None]
-            out[start : start + piece] = -(conditional * joint.clamp_min(1e-300).log()).sum(-1).mean(-1)
+            tiny = torch.finfo(probs.dtype).tiny  # 1e-300 is 0 in float32: log(0) made NaN scores
+            conditional = joint / weight.clamp_min(tiny)[:, None]
+            out[start : start + piece] = -(conditional * joint.clamp_min(tiny).log()).sum(-1).mean(-1)
     return out
 
 
@@ -90,10 +102,14 @@ def batch_bald(
     probabilities per row of ``probs``: the same function for every point): ``(indices [k],
     scores [k])``, each score the batch's joint mutual information after that point was added.
     With ``k = 1`` it is the point of highest BALD."""
-    p = check_probs(probs)
+    p = check_probs(probs, "batch_bald: probs", min_draws=2)
     n = p.shape[1]
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= n:
         raise ValueError(f"batch_bald: k must be an int in [1, {n}] (the pool's points), got {k!r}")
+    if not is_positive_int(piece):
+        raise ValueError(
+            f"batch_bald: piece (candidates scored at once) must be a positive int, got {piece!r}"
+        )
     if (
         isinstance(num_configurations, bool)
         or not isinstance(num_configurations, int)

@@ -25,10 +25,12 @@ from dataclasses import dataclass
 
 import torch
 
-from ..ops import is_positive_int, is_positive_number
+from ..ops import check_seed, is_positive_int, is_positive_number
 from ._checks import as_tensor, check_finite
 
-__all__ = ["InBetween", "gap_points", "in_between"]
+__all__ = ["MAX_GAP_POINTS", "InBetween", "gap_points", "in_between"]
+
+MAX_GAP_POINTS = 1_000_000  # queries gap_points makes at most (it draws 20 pairs of inputs a query)
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,11 @@ def _distances(x_train: object, gap: float | None, near: float | None) -> _Stand
     z = (train - mean) / scale
     if near is None:
         near = float(_nearest(z, z, exclude_self=True).quantile(0.9))
+        if not near > 0:
+            raise ValueError(
+                "in_between: the training inputs' distances to their nearest other input are 0 at the "
+                "90th percentile (rows repeated?), so no distance tells the data from a gap: give near="
+            )
     gap = 4 * near if gap is None else gap
     for name, value in (("near", near), ("gap", gap)):
         if not is_positive_number(value):
@@ -104,7 +111,12 @@ def in_between(
     the gaps between the training inputs ``x_train`` ``[N, D]`` (see the module's docs)."""
     train = _distances(x_train, gap, near)
     z_train, near, gap = train.z, train.near, train.gap
-    queries = (_inputs(x, "in_between: x") - train.mean) / train.scale
+    given = _inputs(x, "in_between: x")
+    if given.shape[1] != z_train.shape[1]:
+        raise ValueError(
+            f"in_between: the queries x have {given.shape[1]} columns, the training inputs {z_train.shape[1]}"
+        )
+    queries = (given - train.mean) / train.scale
     s = check_finite(as_tensor(sd, "in_between: sd"), "in_between: sd").double().reshape(-1)
     if len(s) != len(queries):
         raise ValueError(f"in_between: sd has {len(s)} values for {len(queries)} query points x")
@@ -120,10 +132,12 @@ def in_between(
             "units): give queries there (gap_points makes gap queries) or other distances"
         )
     sd_on, sd_gap = float(s[on].mean()), float(s[between].mean())
-    return InBetween(
-        sd_on, sd_gap, sd_gap / sd_on if sd_on > 0 else float("inf"),
-        int(on.sum()), int(between.sum()), near, gap,
-    )  # fmt: skip
+    if not sd_on > 0:
+        raise ValueError(
+            "in_between: the epistemic sd is 0 at every query on the data (every draw the same "
+            "function? a rate of 0), so no ratio to it exists"
+        )
+    return InBetween(sd_on, sd_gap, sd_gap / sd_on, int(on.sum()), int(between.sum()), near, gap)
 
 
 def gap_points(
@@ -132,10 +146,10 @@ def gap_points(
     """Up to ``num`` queries in the gaps: midpoints of random pairs of training inputs that lie at
     least ``gap`` from every training input (in the inputs' units, ``[M, D]``; empty where the
     inputs have no gaps)."""
-    if not is_positive_int(num):
-        raise ValueError(f"gap_points: num must be a positive int, got {num!r}")
+    if not is_positive_int(num) or num > MAX_GAP_POINTS:
+        raise ValueError(f"gap_points: num must be an int in [1, {MAX_GAP_POINTS:,}], got {num!r}")
     train = _distances(x_train, gap, near)
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(check_seed(seed, "gap_points"))
     pairs = torch.randint(len(train.z), (2, 20 * num), generator=g)
     mid = (train.z[pairs[0]] + train.z[pairs[1]]) / 2
     out = mid[_nearest(mid, train.z) >= train.gap][:num] * train.scale + train.mean

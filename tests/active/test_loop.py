@@ -64,3 +64,47 @@ def test_the_start_is_balanced_and_bad_settings_are_named():
         ActiveLearner(_fit([]), x, y, x, y, k=0)
     with pytest.raises(ValueError, match="unknown function 'bold'"):
         ActiveLearner(_fit([]), x, y, x, y, acquisition="bold")
+
+
+@pytest.mark.parametrize(
+    ("settings", "match"),
+    [
+        ({"subset": -5}, "subset must be a positive int"),
+        ({"initial": [0.5, 1.7, 2.2]}, "row indices must be integers"),
+        ({"initial": [0, 0, 1, 2]}, "appears more than once"),
+        ({"initial": [-1, 0, 1]}, r"must lie in \[0, 30\) \(no negative index\)"),
+        ({"batch_size": 0}, "batch_size must be a positive int"),
+        ({"num_samples": 1}, "num_samples must be an int >= 2"),
+        ({"seed": 2**64}, r"seed must be an int in \[0, 2\*\*63\)"),
+    ],
+    ids=[
+        "subset",
+        "fractional-initial",
+        "repeated-initial",
+        "negative-initial",
+        "batch-size",
+        "draws",
+        "seed",
+    ],
+)
+def test_every_setting_is_checked_where_it_enters(settings, match):
+    """Each of these was taken before: a negative subset dropped the last candidates, fractional
+    indices were truncated, a repeated or negative one labelled a row twice or the last row."""
+    x, y = _blobs(30, 0)
+    with pytest.raises(ValueError, match=match):
+        ActiveLearner(_fit([]), x, y, x, y, **settings)
+
+
+def test_a_start_and_a_run_that_make_no_sense_are_refused():
+    x, y = _blobs(30, 0)
+    for per_class in (0, -1):
+        with pytest.raises(ValueError, match="per_class must be a positive int"):
+            balanced_start(y, per_class)
+    with pytest.raises(ValueError, match=r"one-hot rows\? pass y.argmax"):
+        balanced_start(torch.nn.functional.one_hot(y, 3), 2)
+    learner = ActiveLearner(_fit([]), x, y, x, y, k=2)
+    with pytest.raises(ValueError, match="rounds must be a whole number >= 0"):
+        learner.run(-1)
+    full = ActiveLearner(_fit([]), x, y, x, y, initial=list(range(30)))
+    with pytest.raises(ValueError, match=r"every row of the pool \(30\) is labelled"):
+        full.run(1)

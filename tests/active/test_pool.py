@@ -87,3 +87,23 @@ def test_point_weights_are_kept_once_so_the_layers_before_the_dropout_run_once_f
     copied = {k: v.contiguous() for k, v in draws.samples.items()}
     again = predict_from_samples(model, copied, x, return_sites=("obs",)).probs["obs"]
     assert torch.allclose(probs, again, atol=1e-5)  # the same draws, in the same order
+
+
+def test_a_generator_pool_is_scored_whole_and_no_global_generator_is_touched(classifier):
+    """A generator of batches can be read once: all 30 rows are scored (the first batch was used up
+    to look at it: 22 of 30 scored), and the caller's NumPy and random states are not reseeded."""
+    import random
+
+    import numpy as np
+
+    model, guide = classifier
+    pool = torch.randn(30, 4, generator=torch.Generator().manual_seed(0))
+    random.seed(11)
+    np.random.seed(11)  # noqa: NPY002  (the caller's global generator, which must stay as it is)
+    python, numpy = random.getstate(), np.random.get_state()[1].copy()  # noqa: NPY002
+    streamed = pool_probs(model, guide, ((pool[i : i + 8],) for i in range(0, 30, 8)), num_samples=4, seed=1)
+    assert streamed.shape == (4, 30, 3)
+    assert torch.allclose(streamed, pool_probs(model, guide, pool, num_samples=4, seed=1), atol=1e-6)
+    assert random.getstate() == python and (np.random.get_state()[1] == numpy).all()  # noqa: NPY002
+    with pytest.raises(ValueError, match="no rows"):
+        pool_probs(model, guide, torch.zeros(0, 4))

@@ -141,3 +141,30 @@ def test_kfold_elpd_matches_held_out_data_and_ranks_the_better_model_first(pair)
     table = az.compare(results)
     assert table.index[0] == "better"
     assert table.loc["worse", "elpd_diff"] > 4 * table.loc["worse", "dse"], table
+
+
+def test_a_fitted_guide_runs_on_after_kfold_with_the_same_report():
+    """Fit, K-fold the same model class, then evaluate the fitted guide: the report before and after
+    are the same (kfold's refits run apart: the caller's param store and the names' owners put
+    back; on 0a1ecd5 the fitted guide then raised GuideConflictError)."""
+    import pyro.infer
+
+    from pyro_dropout import DropoutELBO, evaluate
+    from pyro_dropout.export import kfold
+    from pyro_dropout.nn import MLP
+
+    pyro.clear_param_store()
+    pyro.set_rng_seed(0)
+    x = torch.randn(40, 2)
+    y = x.sum(-1) + 0.1 * torch.randn(40)
+    model = MLP(2, 1, hidden=(8,))
+    guide = DropoutGuide(model, dropout=0.1)
+    svi = pyro.infer.SVI(model, guide, pyro.optim.Adam({"lr": 1e-2}), DropoutELBO())
+    for _ in range(30):
+        svi.step(x, y)
+    pyro.set_rng_seed(5)
+    before = evaluate(model, guide, x, y, num_samples=50)
+    kfold(lambda: MLP(2, 1, hidden=(8,)), x, y, k=2, steps=5, num_samples=5)
+    pyro.set_rng_seed(5)
+    after = evaluate(model, guide, x, y, num_samples=50)
+    assert after.rmse == before.rmse and after.test_ll == before.test_ll

@@ -68,3 +68,64 @@ def test_a_joint_optimizer_state_round_trips(tmp_path):
     state = again.get_state()["w"]["state"][0]
     assert int(state["step"]) == 2  # the saved step, then one more
     assert isinstance(safe_load(path), dict)
+
+
+def _saved_store(tmp_path):
+    pyro.clear_param_store()
+    pyro.param("a", torch.ones(3))
+    pyro.param("rate", torch.tensor(0.3), constraint=constraints.interval(0.0, 1.0))
+    path = tmp_path / "store.pt"
+    pyro.get_param_store().save(path)
+    return path
+
+
+def test_a_saved_store_that_is_not_whole_or_not_a_store_is_refused_naming_the_file(tmp_path):
+    """Truncated and empty files gave PyTorch's reader errors or a bare EOFError; a parameter
+    without its constraint loaded and failed at the first pyro.param(); a list where a dict
+    belongs gave "unhashable list"."""
+    path = _saved_store(tmp_path)
+    state = pyro.get_param_store().get_state()
+    raw = path.read_bytes()
+    files = {
+        "cut": (raw[: len(raw) // 2], "not a whole file saved by torch.save"),
+        "empty": (b"", "not a whole file saved by torch.save"),
+    }
+    for name, (data, match) in files.items():
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(ValueError, match=rf"{name}: {match}"):
+            load_param_store(tmp_path / name)
+    shapes = {
+        "no-constraint": (
+            {"params": state["params"], "constraints": {"a": state["constraints"]["a"]}},
+            "'rate' has no constraint",
+        ),
+        "a-list": ({"params": [1, 2], "constraints": {}}, "'params' and 'constraints' must be dicts by name"),
+        "not-a-tensor": (
+            {"params": {"a": "x"}, "constraints": {"a": constraints.real}},
+            "'a' is not a floating tensor",
+        ),
+    }
+    for name, (saved, match) in shapes.items():
+        torch.save(saved, tmp_path / name)
+        with pytest.raises(ValueError, match=rf"{name}: parameter {match}|{name}: {match}"):
+            load_param_store(tmp_path / name)
+    load_param_store(path)  # the whole file loads, its constraint applied
+    assert float(pyro.param("rate").detach()) == pytest.approx(0.3)
+
+
+def test_an_optimizer_state_that_is_not_one_is_refused_naming_the_file(tmp_path):
+    pyro.clear_param_store()
+    w = pyro.param("w", torch.ones(3))
+    torch.save({"w": "garbage"}, tmp_path / "garbage.pt")
+    with pytest.raises(ValueError, match=r"garbage.pt: the state of 'w' is not a PyTorch optimizer"):
+        JointOptim(torch.optim.Adam, {"lr": 0.1}).load(str(tmp_path / "garbage.pt"))
+    other = torch.nn.Parameter(torch.ones(5))
+    wrong = torch.optim.Adam([other], lr=0.1)
+    other.grad = torch.ones(5)
+    wrong.step()
+    torch.save({"w": wrong.state_dict()}, tmp_path / "shape.pt")
+    optim = JointOptim(torch.optim.Adam, {"lr": 0.1})
+    optim.load(str(tmp_path / "shape.pt"))
+    w.grad = torch.ones(3)
+    with pytest.raises(ValueError, match=r"shape.pt: parameter 'w': its exp_avg has shape \(5,\)"):
+        optim([w])

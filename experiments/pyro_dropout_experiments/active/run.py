@@ -73,6 +73,8 @@ def run_active(
     results = resume_runs(out, asdict(s), _WHICH)
     todo = missing_runs(results, s.acquisitions, s.repeats, s.seed)
     data = load_pool(s, data_dir)
+    if s.max_labels > len(data[0]):
+        raise ValueError(f"--max-labels {s.max_labels} is more than the pool's {len(data[0])} images")
     per_run = (s.max_labels - 10 * s.initial) // s.k
     bar = tqdm(total=len(todo) * per_run, disable=not progress, desc="acquisition rounds")
     for acquisition, seed in todo:

@@ -200,5 +200,8 @@ def known_names(choices: tuple[str, ...], what: str) -> Callable[[tuple[str, ...
         unknown = [n for n in names if n not in choices]
         if unknown or not names:
             raise ValueError(f"{flag}: unknown {what} {unknown}; choose from {', '.join(choices)}")
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"{flag}: {what} {twice} named more than once (each runs once)")
 
     return check

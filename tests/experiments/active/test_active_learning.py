@@ -57,6 +57,11 @@ def test_bad_settings_are_one_clear_line(images, tmp_path, capsys):
     assert "--pool-size 5000 is more than the 200 MNIST images" in capsys.readouterr().err
     assert main([*base, "--max-labels", "10"]) != 0
     assert "fewer than the 20 initial labels" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # BALD twice ran it twice
+        main([*base, "--acquisitions", "bald,bald"])
+    assert "acquisitions ['bald'] named more than once" in capsys.readouterr().err
+    assert main([*base, "--max-labels", "500"]) != 0  # before any round's work
+    assert "--max-labels 500 is more than the pool's 200 images" in capsys.readouterr().err
 
 
 def test_the_table_gives_the_images_to_each_error_and_says_when_runs_never_got_there():
