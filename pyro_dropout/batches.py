@@ -12,6 +12,12 @@ __all__ = ["batches"]
 
 
 def _one(batch: Any, where: str) -> tuple[torch.Tensor, torch.Tensor | None]:
+    for t in batch if isinstance(batch, list | tuple) else (batch,):
+        if isinstance(t, torch.Tensor) and t.device.type == "meta":
+            raise ValueError(
+                f"{where}: a batch is on the meta device, which holds shapes but no values: move it "
+                "to the CPU or a GPU (.to('cpu'))"
+            )
     if isinstance(batch, torch.Tensor):
         return batch, None
     if isinstance(batch, dict):
@@ -35,7 +41,7 @@ def batches(data: Any, where: str) -> Iterator[tuple[torch.Tensor, torch.Tensor 
     """``(x, y)`` of each batch of ``data`` (``y`` None where the batch has no targets); a tensor
     is one batch. An iterable that gives no batch is refused."""
     if isinstance(data, torch.Tensor):
-        yield data, None
+        yield _one(data, where)
         return
     if isinstance(data, tuple | list) and data and all(isinstance(t, torch.Tensor) for t in data):
         raise TypeError(

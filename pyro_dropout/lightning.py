@@ -92,6 +92,11 @@ def _check_optimizer(optimizer: Any) -> None:
 
 
 def _pair(batch: Any, step: str) -> tuple[torch.Tensor, torch.Tensor]:
+    if isinstance(batch, dict):
+        raise TypeError(
+            f"SVIModule.{step}: a batch is a dict (keys {sorted(map(str, batch))}); give (x, y) batches "
+            "(a collate_fn that returns (batch['input_ids'], batch['labels']), say)"
+        )
     if not (isinstance(batch, tuple | list) and len(batch) == 2):
         what = f"a {type(batch).__name__}" + (f" of {len(batch)}" if isinstance(batch, tuple | list) else "")
         raise ValueError(f"SVIModule.{step}: a batch must be an (x, y) pair, got {what}")
@@ -138,7 +143,7 @@ class SVIModule(lightning.LightningModule):
         self.lr, self.num_data, self.num_samples = float(lr), num_data, num_samples
         self.optimizer = optimizer
         if example is not None and getattr(guide, "prototype_trace", None) is None:
-            x, y = example
+            x, y = _pair(example, "__init__ (example)")
             guide(x, y, num_data=num_data)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:

@@ -25,6 +25,7 @@ import torch
 from pyro import poutine
 
 from .infer.input_checks import has_non_finite
+from .ops import check_seed
 
 __all__ = ["EpsilonGreedy", "ThompsonSampling"]
 
@@ -112,8 +113,7 @@ class EpsilonGreedy:
     ) -> None:
         if isinstance(epsilon, bool) or not (isinstance(epsilon, int | float) and 0 <= epsilon <= 1):
             raise ValueError(f"EpsilonGreedy: epsilon must be in [0, 1], got {epsilon!r}")
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"EpsilonGreedy: seed must be an int >= 0, got {seed!r}")
+        check_seed(seed, "EpsilonGreedy")
         self.model, self.guide, self.epsilon = model, guide, float(epsilon)
         self.values = _values_of(model, values, "EpsilonGreedy")
         self.generator = torch.Generator().manual_seed(seed)

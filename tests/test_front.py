@@ -195,3 +195,17 @@ def test_an_input_holding_nan_is_named():
         bnn.predict(x)  # before, on the first call: Pyro's "Expected parameter logits"
     with pytest.raises(ValueError, match="MCDropout: y holds 1 NaN"):
         bnn.evaluate(torch.randn(5, 3), torch.tensor([0.0, 1.0, float("inf"), 0.0, 1.0]))
+
+
+def test_fractional_labels_and_a_meta_batch_are_named():
+    """Fractional class labels reached Pyro's support check; a batch on the meta device reached
+    "Tensor.item() cannot be called on meta tensors"."""
+    from torch import nn
+
+    net = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Dropout(0.2), nn.Linear(8, 2))
+    bnn = MCDropout(net, "classification")
+    x = torch.randn(10, 3)
+    with pytest.raises(ValueError, match=r"labels must be class indices \(whole numbers\), found 0.5"):
+        bnn.fit([(x, torch.full((10,), 0.5))], epochs=1)
+    with pytest.raises(ValueError, match="on the meta device, which holds shapes but no values"):
+        bnn.predict(torch.randn(4, 3, device="meta"))

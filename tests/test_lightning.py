@@ -89,6 +89,11 @@ def test_bad_settings_are_named():
     bare = SVIModule(model, DropoutGuide(model), DropoutELBO(), num_data=4)
     with pytest.raises(RuntimeError, match="give example="):
         bare.configure_optimizers()
+    x = torch.randn(4, 3)
+    with pytest.raises(ValueError, match=r"example\): a batch must be an \(x, y\) pair, got a Tensor"):
+        SVIModule(model, DropoutGuide(model), DropoutELBO(), num_data=4, example=x)
+    with pytest.raises(TypeError, match=r"a batch is a dict .* give \(x, y\) batches"):
+        bare.training_step({"x": x, "y": torch.randn(4)}, 0)
 
 
 def _run(tmp_path, devices, mode="equal"):

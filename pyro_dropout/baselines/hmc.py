@@ -6,6 +6,8 @@ from typing import Any
 
 import torch
 
+from ..ops import check_seed
+
 __all__ = ["run_nuts"]
 
 
@@ -23,7 +25,7 @@ def run_nuts(
     from pyro.infer import MCMC, NUTS
 
     pyro.clear_param_store()
-    pyro.set_rng_seed(seed)
+    pyro.set_rng_seed(check_seed(seed, "run_nuts"))
     kernel = NUTS(model, jit_compile=True, ignore_jit_warnings=True, max_tree_depth=max_tree_depth)
     mcmc = MCMC(kernel, num_samples=samples, warmup_steps=warmup, disable_progbar=True)
     mcmc.run(x, y)

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from ..ops import is_positive_int
+from ..ops import check_seed, is_positive_int
 from .gp import check_regression_data
 
 __all__ = ["fit_sparse_gp"]
@@ -44,7 +44,7 @@ def fit_sparse_gp(
     check_regression_data("fit_sparse_gp", x, y)
     x, y = x.double(), y.double()
     pyro.clear_param_store()
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(check_seed(seed, "fit_sparse_gp"))
     inducing = x[torch.randperm(len(x), generator=g)[:num_inducing]].clone()
     kernel = gp.kernels.RBF(input_dim=x.shape[1], lengthscale=torch.ones(x.shape[1], dtype=x.dtype))
     model = gp.models.SparseGPRegression(x, y, kernel, Xu=inducing, approx="VFE", jitter=1e-6)

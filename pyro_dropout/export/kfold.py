@@ -30,7 +30,7 @@ from pyro.util import get_rng_state, set_rng_state
 from ..guides import DropoutGuide, apart
 from ._arviz_compat import arviz_major
 from .kfold_runs import fit_and_score, runs_model, split_scores
-from .refit import Refit, check_rows
+from .refit import Refit, check_factory, check_rows
 
 __all__ = ["PSIS_K_LIMIT", "fold_of", "kfold", "kfold_result", "loo"]
 
@@ -91,6 +91,7 @@ def kfold(
         that trained on it) less the elpd. On ArviZ >= 1 (another ``ELPDData``) it raises.
     """
     _check(x, y, vectorize)
+    check_factory(model_factory, "kfold")
     plan = Refit(guide, fit, steps, loss, lr, num_samples, site, seed)
     folds = fold_of(len(x), k, seed)
     rng = get_rng_state()

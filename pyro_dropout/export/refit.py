@@ -14,10 +14,10 @@ import torch
 from pyro.optim import PyroOptim
 
 from ..infer import CompiledSVI, DropoutELBO
-from ..ops import is_positive_int, is_positive_number
+from ..ops import check_seed, is_positive_int, is_positive_number
 from ..prediction.predictive import predict
 
-__all__ = ["Refit", "check_rows", "draws_log_likelihood", "fit_svi"]
+__all__ = ["Refit", "check_factory", "check_rows", "draws_log_likelihood", "fit_svi"]
 
 
 def check_rows(who: str, x: Any, y: Any) -> None:
@@ -56,6 +56,16 @@ def draws_log_likelihood(
     return pred.log_likelihood[name].reshape(draws, *rows, -1).sum(-1)
 
 
+def check_factory(model_factory: Any, who: str) -> None:
+    """A clear error where ``model_factory`` is a model, not a function that makes one (each refit
+    needs a fresh model)."""
+    if isinstance(model_factory, torch.nn.Module) or not callable(model_factory):
+        raise TypeError(
+            f"{who}: model_factory must make a fresh model for each refit (a function, such as "
+            f"lambda: MLP(...)), got a {type(model_factory).__name__} instance"
+        )
+
+
 @dataclass(frozen=True)
 class Refit:
     """How a model is refitted on part of the data and scored on the rest (the arguments of
@@ -79,6 +89,12 @@ class Refit:
     def __post_init__(self) -> None:
         """Each setting checked where it enters, by name (before, ``lr=-1`` trained uphill to an
         elpd of -460,376 and ``steps=0`` scored untrained fits)."""
+        check_seed(self.seed, self.who)
+        if isinstance(self.guide, torch.nn.Module) or not callable(self.guide):
+            raise TypeError(
+                f"{self.who}: guide must make a guide for each refit's model (a class such as "
+                f"DropoutGuide, or a function of the model), got a {type(self.guide).__name__} instance"
+            )
         for name, value in (("steps", self.steps), ("num_samples", self.draws)):
             if not is_positive_int(value):
                 raise ValueError(f"{self.who}: {name} must be a positive int, got {value!r}")

@@ -28,7 +28,7 @@ from pyro.util import get_rng_state, set_rng_state
 from ..guides import DropoutGuide, apart
 from ._arviz_compat import arviz_major
 from .kfold import PSIS_K_LIMIT
-from .refit import Refit, check_rows, draws_log_likelihood
+from .refit import Refit, check_factory, check_rows, draws_log_likelihood
 
 __all__ = ["reloo", "sampling_wrapper"]
 
@@ -103,7 +103,13 @@ def reloo(
         raise NotImplementedError(
             "reloo wraps arviz 0.x's az.reloo; on arviz >= 1 use kfold's pointwise values"
         )
+    check_factory(model_factory, "reloo")
     check_rows("reloo", x, y)
+    if getattr(loo_orig, "pareto_k", None) is None:
+        raise ValueError(
+            "reloo: loo_orig must be a pointwise az.loo result (with Pareto k); a K-fold result has no "
+            "Pareto k, and nothing to refit: its points were each scored by a fit without them"
+        )
     if getattr(loo_orig, "loo_i", None) is None or len(loo_orig.loo_i) != len(x):
         raise ValueError("reloo: loo_orig must be a pointwise az.loo result with one value per row of x")
     if isinstance(k_thresh, bool) or not isinstance(k_thresh, int | float) or not math.isfinite(k_thresh):

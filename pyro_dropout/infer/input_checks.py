@@ -66,8 +66,14 @@ def check_finite_inputs(args: tuple, kwargs: dict) -> None:
 
 def check_not_empty(args: tuple, kwargs: dict) -> None:
     """Raise ``ValueError`` naming the first model argument that is an empty tensor (a batch of
-    no rows: Pyro's plates would fail with "size cannot be zero")."""
+    no rows: Pyro's plates would fail with "size cannot be zero"), or a tensor on the meta device
+    (shapes without values)."""
     for what, value in named_inputs(args, kwargs):
+        if isinstance(value, torch.Tensor) and value.device.type == "meta":
+            raise ValueError(
+                f"{what} is on the meta device, which holds shapes but no values: move it to the CPU "
+                "or a GPU (.to('cpu'))"
+            )
         if isinstance(value, torch.Tensor) and value.dim() > 0 and value.numel() == 0:
             raise ValueError(
                 f"{what} has shape {tuple(value.shape)}: an empty batch (no rows to fit or predict)"
@@ -115,6 +121,10 @@ def check_compiled_svi(optim: Any, loss: Any, kwargs: dict) -> None:
             "CompiledSVI needs a pyro.optim optimizer such as pyro.optim.Adam({...}); "
             f"got {type(optim).__name__} (learning-rate schedulers: use pyro.infer.SVI)"
         )
+    settings = optim.pt_optim_args if isinstance(optim.pt_optim_args, dict) else {}
+    for key, value in settings.items():
+        if isinstance(value, str | bytes):
+            raise ValueError(f"CompiledSVI: the optimizer's {key} is {value!r}, a string; give a number")
     if not hasattr(loss, "differentiable_loss"):
         raise ValueError(
             f"CompiledSVI: the loss needs a differentiable_loss method; got {type(loss).__name__}"

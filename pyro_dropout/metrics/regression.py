@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import torch
 
+from ..ops import check_seed
 from ._checks import as_tensor, check_draws, check_finite
 
 __all__ = [
@@ -178,7 +179,7 @@ def crps(
         )
         return first - 0.5 * pair.reshape(first.shape)
     same = abs_normal_mean(torch.zeros_like(mu), 2 * var).mean(0)
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(check_seed(seed, "crps"))
     rounds = max(1, math.ceil(num_pairs / t))
     total = torch.zeros_like(first)
     for _ in range(rounds):

@@ -67,6 +67,11 @@ class KerasCNN(PyroModule):
                 f"KerasCNN: images of side {image_size} are too small for {kernel}x{kernel} kernels "
                 f"(at least {2 * kernel})"
             )
+        if isinstance(dropout, tuple | list) and len(dropout) != 2:
+            raise ValueError(
+                "KerasCNN: dropout must be one rate or a pair (before the dense layer, before the "
+                f"output), got {dropout!r}"
+            )
         p1, p2 = dropout if isinstance(dropout, tuple | list) else (dropout, dropout)
         self.conv1 = Conv2d(channels, filters, kernel, length_scale=length_scale, dropout=0.0)
         self.conv2 = Conv2d(filters, filters, kernel, length_scale=length_scale, dropout=0.0)

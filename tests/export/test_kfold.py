@@ -168,3 +168,19 @@ def test_a_fitted_guide_runs_on_after_kfold_with_the_same_report():
     pyro.set_rng_seed(5)
     after = evaluate(model, guide, x, y, num_samples=50)
     assert after.rmse == before.rmse and after.test_ll == before.test_ll
+
+
+def test_a_model_or_guide_instance_and_a_kfold_result_for_reloo_are_named():
+    """Given a model where a factory belongs ("MLP.forward() missing ... 'x'" before), a guide instance
+    ("'Folds' object has no attribute 'dim'"), or reloo given a K-fold result (an ambiguous truth value)."""
+    from pyro_dropout.export import kfold, reloo
+    from pyro_dropout.nn import MLP
+
+    x, y = torch.randn(20, 2), torch.randn(20)
+    with pytest.raises(TypeError, match=r"model_factory must make a fresh model .* got a MLP instance"):
+        kfold(MLP(2, 1, hidden=(4,)), x, y, k=2, steps=2, num_samples=2)
+    with pytest.raises(TypeError, match=r"guide must make a guide .* got a DropoutGuide instance"):
+        kfold(lambda: MLP(2, 1, hidden=(4,)), x, y, k=2, guide=DropoutGuide(MLP(2, 1, hidden=(4,))))
+    result = kfold(lambda: MLP(2, 1, hidden=(4,)), x, y, k=2, steps=2, num_samples=2)
+    with pytest.raises(ValueError, match="a K-fold result has no Pareto k"):
+        reloo(lambda: MLP(2, 1, hidden=(4,)), x, y, result, steps=2, num_samples=2)

@@ -209,3 +209,10 @@ def test_a_scheduler_and_bad_optimizer_settings_are_refused_by_name():
         svi = CompiledSVI(model, guide, pyro.optim.Adam(settings), DropoutELBO(), graph="eager")
         with pytest.raises(ValueError, match=message):
             svi.step(x, x.sum(-1))
+
+
+def test_an_optimizer_setting_given_as_a_string_is_named():
+    """Adam({"lr": "0.01"}) dumped the fused Adam's signature before."""
+    model = MLP(3, 1, hidden=(8,))
+    with pytest.raises(ValueError, match=r"the optimizer's lr is '0.01', a string; give a number"):
+        CompiledSVI(model, DropoutGuide(model), pyro.optim.Adam({"lr": "0.01"}), DropoutELBO())

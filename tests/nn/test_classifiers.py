@@ -68,6 +68,8 @@ def test_lenet_and_kerascnn_take_one_num_data():
     assert poutine.trace(cnn).get_trace(x, y).nodes["obs"]["scale"] == 2.0
     with pytest.raises(ValueError, match=r"num_data=2 is smaller than the 4 labelled rows"):
         KerasCNN(num_data=2)(x, y)
+    with pytest.raises(ValueError, match=r"dropout must be one rate or a pair .* got \(0.25,\)"):
+        KerasCNN(dropout=(0.25,))  # "not enough values to unpack" before
     pyro.clear_param_store()
     assert poutine.trace(model).get_trace(torch.randn(300, 1, 28, 28)).nodes["obs"]["value"].shape == (300,)
 

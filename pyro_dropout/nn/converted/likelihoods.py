@@ -65,9 +65,20 @@ def check_outputs(likelihood: Any, outputs: int, where: str) -> None:
 
 
 def check_targets(likelihood: Any, y: torch.Tensor | None, n: int) -> None:
-    """A clear error for targets shaped unlike the likelihood's points (the classes of positions
-    are checked against the outputs, in :func:`observe`)."""
-    if y is None or callable(likelihood) or (likelihood in _CLASSES and y.dim() > 1 and len(y) == n):
+    """A clear error for targets shaped unlike the likelihood's points, or class labels that are not
+    whole numbers (the classes of positions are checked against the outputs, in :func:`observe`)."""
+    if y is None or callable(likelihood):
+        return
+    if (
+        likelihood in _CLASSES
+        and (y.is_floating_point() or y.is_complex())
+        and not bool((y == y.round()).all())
+    ):
+        found = y[y != y.round()].flatten()[0].item()
+        raise ValueError(
+            f"y: the {likelihood} likelihood's labels must be class indices (whole numbers), found {found}"
+        )
+    if likelihood in _CLASSES and y.dim() > 1 and len(y) == n:
         return
     if y.dim() == 2 and y.shape == (n, 1):
         raise ValueError(
