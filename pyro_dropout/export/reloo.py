@@ -63,7 +63,7 @@ def sampling_wrapper(model_factory: Callable[[], Any], x: torch.Tensor, y: torch
         def log_likelihood__i(self, excluded_obs: Any, idata__i: Any) -> Any:
             model, guide, state = idata__i
             store = pyro.get_param_store()
-            with apart(), torch.no_grad():
+            with apart(owner=guide), torch.no_grad():
                 store.set_state(state)
                 x_i, y_i = excluded_obs
                 ll = draws_log_likelihood(model, guide, x_i, y_i, refit.draws, refit.site, (1,))

@@ -2,6 +2,7 @@ r"""``DropoutGuide``: an autoguide whose variational family is dropout."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from typing import Any
 
 import pyro
 import pyro.distributions as dist
+import pyro.distributions.constraints as pyro_constraints
 import torch
 from pyro.infer.autoguide import AutoGuide
 from pyro.infer.autoguide.initialization import InitMessenger
@@ -159,6 +161,7 @@ class DropoutGuide(DropoutSummaries, AutoGuide):
         self._roles: dict[str, _Role] = {}
         super().__init__(InitMessenger(init_loc_fn)(model), create_plates=create_plates)
         self._pyro_name = name  # the prefix of its parameters in Pyro's param store
+        self.lineage = uuid.uuid4().hex  # kept by its copies: they may run on its names (ownership.py)
         # set after the module is initialised: a tensor rate is a plain attribute, not a buffer
         self._rates: DropoutSpec | None = init_dropout if concrete else dropout
 
@@ -212,6 +215,13 @@ class DropoutGuide(DropoutSummaries, AutoGuide):
         self._roles = {}
         inits = {}
         for name, site in self.prototype_trace.iter_stochastic_nodes():
+            if isinstance(site["fn"].support, type(pyro_constraints.sphere)):
+                raise ValueError(
+                    f"DropoutGuide: site '{name}' lives on the sphere ({type(site['fn']).__name__}), where "
+                    "no point estimate or dropout family applies; reparametrise it first: "
+                    f"poutine.reparam(model, config={{'{name}': ProjectedNormalReparam()}}) "
+                    "(pyro.infer.reparam), as Pyro's autoguides ask"
+                )
             role = self._role(name, site)
             self._roles[name] = role = _replace(role, get=attrgetter(name))
             if role.prior is None:  # a network's own dropout mask has nothing to fit
@@ -248,11 +258,15 @@ class DropoutGuide(DropoutSummaries, AutoGuide):
 
     # --- the guide -------------------------------------------------------------------
     def _loc(self, name: str, role: _Role, plates: dict) -> torch.Tensor:
+        """The site's means, for the plates' subsample. Read inside its plates, a parameter with an
+        event dim is subsampled by ``pyro.param`` itself: only a mean still at a plate's full size
+        is indexed here (indexed twice, it raised "index out of range")."""
         loc = self._roles[name].get(self.locs)
         for frame in role.frames:
             plate = plates[frame.name]
-            if plate.size != plate.subsample_size:
-                loc = loc.index_select(frame.dim - role.event_dim, plate.indices)
+            dim = frame.dim - role.event_dim
+            if plate.size != plate.subsample_size and loc.shape[dim] == plate.size:
+                loc = loc.index_select(dim, plate.indices)
         return loc
 
     def _rate_of(self, name: str, role: _Role) -> torch.Tensor | float:

@@ -5,8 +5,10 @@ takes whatever value the store holds under its names. Two guides of models with 
 names (a guide fitted, then a second fitted to compare) therefore share their parameters: the
 first, run again, silently takes the second's values and overwrites its own. The store cannot
 tell a second guide from a saved state loaded back (``pyro.get_param_store().load``), which is
-meant to be taken, so the guides record which live guide last set up each name, and which
-values in the store a guide made (a loaded state is made by no guide).
+meant to be taken, so the guides record which guide last set up each name, and which values in
+the store a guide made (a loaded state is made by no guide). A guide is known by its lineage
+(``guide.lineage``), which a copy keeps: a guide saved with ``torch.save`` and loaded back, or
+deep-copied, runs on the names of the guide it copies (Pyro's own save and load pattern).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ class GuideConflictError(RuntimeError):
     unchanged."""
 
 
-_OWNERS: dict[str, weakref.ref] = {}
+_OWNERS: dict[str, str] = {}  # a prefix of names -> the lineage of the guide that set them up last
 # the store's values that a guide set up, by id (weak: a value the store no longer holds goes)
 _MADE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
@@ -35,9 +37,14 @@ _MADE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 def claim(guide: Any, prefix: str) -> None:
     """Record ``guide`` as the guide whose parameters are named ``prefix.*`` in the store, and
     the values it holds there as made by a guide (not loaded)."""
-    _OWNERS[prefix] = weakref.ref(guide)
+    _OWNERS[prefix] = lineage_of(guide)
     for _, value in _named(prefix):
         _MADE[id(value)] = value
+
+
+def lineage_of(guide: Any) -> str:
+    """The lineage a guide and its copies share (a guide without one: its own identity)."""
+    return str(getattr(guide, "lineage", None) or id(guide))
 
 
 def _named(prefix: str) -> list[tuple[str, Any]]:
@@ -67,7 +74,7 @@ def check_owner(guide: Any, prefix: str) -> None:
     if pyro.settings.get("module_local_params"):
         return  # every module keeps its own parameters: nothing is shared
     owner = _OWNERS.get(prefix)
-    if owner is None or owner() is guide:
+    if owner is None or owner == lineage_of(guide):
         return
     if not any(name.startswith(prefix + ".") for name in pyro.get_param_store().keys()):
         claim(guide, prefix)
@@ -83,13 +90,16 @@ def check_owner(guide: Any, prefix: str) -> None:
 
 
 @contextmanager
-def apart() -> Iterator[None]:
+def apart(owner: Any = None) -> Iterator[None]:
     """Within the block, models and guides may be set up and fitted on names the caller's hold
-    (K-fold refits, leave-one-out refits); after it, Pyro's param store holds the caller's values
-    again and every name belongs to the guide it belonged to, so the caller's fitted guide runs on."""
+    (K-fold refits, leave-one-out refits; ``owner``: a guide whose names are its own inside, a refit
+    scored again); after it, Pyro's param store holds the caller's values again and every name
+    belongs to the guide it belonged to, so the caller's fitted guide runs on."""
     owners = dict(_OWNERS)
     with pyro.get_param_store().scope():
         try:
+            if owner is not None:
+                _OWNERS[owner._pyro_name] = lineage_of(owner)
             yield
         finally:
             _OWNERS.clear()
@@ -107,10 +117,9 @@ def make_room(guide: Any, prefix: str, shapes: dict[str, tuple[int, ...]]) -> No
     if pyro.settings.get("module_local_params"):
         return
     store = pyro.get_param_store()
-    owner = _OWNERS.get(prefix)
-    other = owner() if owner is not None else None
+    mine = _OWNERS.get(prefix) == lineage_of(guide)
     for name, value in _named(prefix):
-        if other is not guide and _made_by_a_guide(value):
+        if not mine and _made_by_a_guide(value):
             del store[name]  # an earlier guide's: this guide starts from its own values
             continue
         want = shapes.get(name[len(prefix) + 1 :])

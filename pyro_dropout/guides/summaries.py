@@ -47,6 +47,40 @@ class DropoutSummaries:
         }
 
     @torch.no_grad()
+    def quantiles(self, quantiles: Any, *args: Any, **kwargs: Any) -> dict[str, torch.Tensor]:
+        r"""The ``quantiles`` of each site's variational marginal, stacked first (Pyro's
+        ``AutoGuide.quantiles``): a point estimate's are its value; a masked weight takes two
+        values, 0 (its unit dropped, with probability :math:`p`) and :math:`m/(1-p)`, so its
+        :math:`q`-quantile is the lower of the two where :math:`q` is at most that one's
+        probability, else the higher. A converted network's own dropout masks activations, not
+        weights: its weights have no such marginal (``NotImplementedError``, as Pyro's guides)."""
+        self._require_setup()
+        qs = torch.as_tensor(quantiles, dtype=torch.get_default_dtype()).reshape(-1)
+        if qs.numel() == 0 or bool((qs < 0).any()) or bool((qs > 1).any()):
+            raise ValueError(f"DropoutGuide.quantiles: quantiles must lie in [0, 1], got {quantiles!r}")
+        out, rates = {}, self.dropout_rates()
+        for name, role in self._roles.items():
+            if role.prior is not None or role.network:
+                raise NotImplementedError(
+                    f"DropoutGuide.quantiles: site '{name}' is masked by the network's own dropout (its "
+                    "activations, not its weights): its weights have no quantiles of their own"
+                )
+            value = role.get(self.locs).detach()
+            if name not in rates or not role.masked:
+                out[name] = value.expand(len(qs), *value.shape).clone()
+                continue
+            p = rates[name].to(value.dtype)
+            kept = value / (1 - p)
+            low, high = (
+                torch.minimum(kept, torch.zeros_like(kept)),
+                torch.maximum(kept, torch.zeros_like(kept)),
+            )
+            p_low = torch.where(kept >= 0, p, 1 - p)  # the probability of the lower value
+            q = qs.to(value.dtype).reshape(-1, *([1] * value.dim()))
+            out[name] = torch.where(q <= p_low, low, high)
+        return out
+
+    @torch.no_grad()
     def dropout_rates(self) -> dict[str, torch.Tensor]:
         """The drop probability ``p`` of every masked weight site (learned or fixed); :meth:`explain`
         says why a site is not masked."""

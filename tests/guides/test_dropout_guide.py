@@ -200,3 +200,69 @@ def test_the_median_models_sites_fit_under_trace_elbo():
     assert abs(float(median["x"])) < 0.05  # the modes: 0, exp(-0.25) = 0.78, 0.5
     assert float(median["y"]) == pytest.approx(0.7788, abs=0.05)
     assert float(median["z"]) == pytest.approx(0.5, abs=0.05)
+
+
+def test_pyros_autoguide_cases_a_dropout_guide_answers():
+    """The cases of Pyro's autoguide suite that failed with DropoutGuide (written here, not copied):
+    a guide saved by torch.save and loaded back in the same process runs on (GuideConflictError
+    before); a local latent in a plate with subsample_size trains (IndexError: its means indexed
+    twice); quantiles answer (AttributeError); a latent on the sphere is refused by name (taken)."""
+    import io
+
+    import pyro.distributions.constraints as pyro_constraints
+    from pyro.infer import SVI, Trace_ELBO
+
+    def plated():
+        pyro.sample("x", dist.Normal(0.0, 1.0))
+        with pyro.plate("plate", 2):
+            pyro.sample("y", dist.LogNormal(0.0, 1.0))
+
+    guide = DropoutGuide(plated)
+    guide()
+    pyro.set_rng_seed(0)
+    expected = guide()
+    saved = io.BytesIO()
+    torch.save(guide, saved)
+    saved.seek(0)
+    loaded = torch.load(saved, weights_only=False)  # a guide of this process: pickles are its own
+    pyro.set_rng_seed(0)
+    assert all(torch.equal(loaded()[k], v) for k, v in expected.items())
+
+    def subsampled(x, y=None, batch_size=None):
+        with pyro.plate("batch", len(x), subsample_size=batch_size):
+            sigma = pyro.sample("sigma", dist.LogNormal(0.0, 1.0))
+            return pyro.sample("obs", dist.Normal(pyro.subsample(x, event_dim=0), sigma),
+                               obs=None if y is None else pyro.subsample(y, event_dim=0))  # fmt: skip
+
+    pyro.clear_param_store()
+    x = torch.randn(50)
+    svi = SVI(subsampled, DropoutGuide(subsampled), pyro.optim.Adam({"lr": 0.02}), Trace_ELBO())
+    for _ in range(5):
+        assert torch.isfinite(torch.tensor(svi.step(x, x + 0.1, batch_size=20)))
+
+    pyro.clear_param_store()
+    median = DropoutGuide(_median_model)
+    median()
+    quantiles = median.quantiles([0.1, 0.5, 0.9])
+    for name, value in median.median().items():  # point estimates: every quantile the point
+        assert quantiles[name].shape == (3, *value.shape) and torch.equal(quantiles[name][1], value)
+
+    def on_the_sphere():
+        pyro.sample("y", dist.ProjectedNormal(torch.ones(2)))
+
+    assert isinstance(dist.ProjectedNormal(torch.ones(2)).support, type(pyro_constraints.sphere))
+    with pytest.raises(ValueError, match=r"lives on the sphere .* ProjectedNormalReparam"):
+        DropoutGuide(on_the_sphere)()
+
+
+def test_the_quantiles_of_a_masked_weight_are_its_two_values():
+    """A masked weight is 0 with probability p and m / (1 - p) otherwise: its 0.05-quantile is the
+    lower value, its 0.95-quantile the higher (p = 0.1)."""
+    model = MLP(3, 1, hidden=(4,))
+    guide = DropoutGuide(model, dropout=0.1)
+    guide(torch.randn(5, 3), torch.randn(5))
+    m = guide.median()["hidden.0.weight"]
+    q = guide.quantiles([0.05, 0.95])["hidden.0.weight"]
+    kept = m / 0.9
+    assert torch.allclose(q[0], torch.minimum(kept, torch.zeros_like(kept)))
+    assert torch.allclose(q[1], torch.maximum(kept, torch.zeros_like(kept)))

@@ -118,5 +118,5 @@ def test_bad_arguments_are_named():
         batch_bald(p, 2, num_configurations=0)
     with pytest.raises(ValueError, match="probabilities must sum to one"):
         batch_bald(p * 0.5, 2)
-    with pytest.raises(ValueError, match=r"means must be \[T >= 2, N\]"):
+    with pytest.raises(ValueError, match=r"means must be \[T >= 2, N >= 1\]"):
         epistemic_variance(torch.randn(5))

@@ -65,5 +65,5 @@ def test_bad_inputs_are_named():
         in_between(x, grid, torch.ones(40), near=1.0, gap=0.5)
     with pytest.raises(ValueError, match="x_train needs at least 2 inputs"):
         in_between(x[:1], grid, torch.ones(40))
-    with pytest.raises(ValueError, match="num must be a positive int"):
+    with pytest.raises(ValueError, match=r"num must be an int in \[1, 1,000,000\]"):
         gap_points(x, 0)
