@@ -76,6 +76,10 @@ def epistemic_sd(method: str, x: torch.Tensor, y: torch.Tensor, grid: torch.Tens
     return means.std(0)
 
 
+def _since(start: float) -> float:
+    return round(time.perf_counter() - start, 1)
+
+
 def run_in_between(a: argparse.Namespace) -> dict[str, Any]:
     x, y, _, _ = make_data(seed=0)
     grid = torch.linspace(-7, 7, 400).unsqueeze(-1)
@@ -84,18 +88,22 @@ def run_in_between(a: argparse.Namespace) -> dict[str, Any]:
     for method in METHODS:
         start = time.perf_counter()
         sd = epistemic_sd(method, x, y, grid, a)
+        if not bool((sd > 0).any()):  # e.g. NUTS given too few draws to leave its start
+            out["methods"][method] = {"sd": sd.tolist(), "ratio": None, "seconds": _since(start)}
+            print(f"{method:>12s}: every draw is the same function (sd 0 everywhere), so no ratio")
+            continue
         check = in_between(x, grid, sd)
+        out["near"], out["gap"] = check.near, check.gap  # the same for every method: set by x alone
         out["methods"][method] = {
             "sd": sd.tolist(),
             "sd_on_data": check.sd_on_data,
             "sd_in_gap": check.sd_in_gaps,
             "ratio": check.ratio,
             "sd_far": float(sd[far].mean()),
-            "seconds": round(time.perf_counter() - start, 1),
+            "seconds": _since(start),
         }
         print(f"{method:>12s}: sd on the data {check.sd_on_data:.3f}, in the gap {check.sd_in_gaps:.3f} "
               f"(ratio {check.ratio:.2f}), beyond |x| > 6 {float(sd[far].mean()):.3f}")  # fmt: skip
-    out["near"], out["gap"] = check.near, check.gap
     return out
 
 
@@ -144,7 +152,8 @@ def figures(result: dict[str, Any], out: Path) -> None:
         for lo, hi in ((-4, -1), (1, 4)):
             ax.axvspan(lo, hi, color="0.9", lw=0)
         ax.plot(part["grid"], r["sd"], lw=1.4)
-        ax.set_title(f"{method}: gap/data {r['ratio']:.2f}", fontsize=9)
+        ratio = "n/a (sd 0)" if r["ratio"] is None else f"{r['ratio']:.2f}"
+        ax.set_title(f"{method}: gap/data {ratio}", fontsize=9)
         ax.set_xlabel("x")
     axes[0].set_ylabel("epistemic sd")
     axes[0].set_yscale("log")

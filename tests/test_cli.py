@@ -13,6 +13,8 @@ from pyro_dropout_experiments.uci import (
 )
 
 
+# an integration run of two methods end to end (over a minute): slow
+@pytest.mark.slow
 def test_table_and_cli(tiny, capsys):
     out = tiny / "results"
     assert (

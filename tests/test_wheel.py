@@ -54,6 +54,7 @@ def test_the_library_wheel_holds_the_library_only(wheels):
     top = {name.split("/")[0] for name in library}
     assert top == {"pyro_dropout", "pyro_dropout-0.1.0.dist-info"}, top
     assert "pyro_dropout/datasets/uci_manifest.json" in library  # its data file travels with it
+    assert "pyro_dropout/py.typed" in library  # type checkers read its annotations (PEP 561)
     assert not any("experiments" in n or n.startswith(("tests", "docs")) for n in library)
     assert {n.split("/")[0] for n in experiments} == {
         "pyro_dropout_experiments",

@@ -8,7 +8,9 @@ the layers and models, the metrics) and the surfaces added since (``probing/surf
 recurrent layers, attacks, policies, SVIModule, evaluate's labels, ArviZ export, image files;
 ``probing/graphs.py``: recorded losses; ``probing/newest.py``: MCDropout, conformal prediction,
 K-fold, CompiledSVI's optimizer settings, saved states and written files;
-``probing/commands.py``: the ``pyro-dropout`` commands, their results files and flags). Each is classified as:
+``probing/commands.py``: the ``pyro-dropout`` commands, their results files and flags;
+``probing/round4.py``: active learning, the in-between check, saved states, K-fold after a fit, and
+the fast paths' bad uses, each step compared with the eager one). Each is classified as:
 
 * ``handled``: it returned, and the result passed the probe's check (finite, documented shape);
 * ``unsafe``: whatever its end, results were lost or a file outside ``--out`` was written;
@@ -36,12 +38,13 @@ from probing.commands import command_probes
 from probing.graphs import graph_probes
 from probing.library import guide_probes, layer_probes, metric_probes, predict_probes, step_probes
 from probing.newest import newest_probes
+from probing.round4 import round4_probes
 from probing.surfaces import surface_probes
 
 
 def all_probes() -> list[Probe]:
     first = guide_probes() + step_probes() + predict_probes() + layer_probes() + metric_probes()
-    return first + surface_probes() + graph_probes() + newest_probes() + command_probes()
+    return first + surface_probes() + graph_probes() + newest_probes() + command_probes() + round4_probes()
 
 
 @pyro.settings.context(module_local_params=True)  # the probes hold several fitted guides at once

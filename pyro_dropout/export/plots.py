@@ -50,6 +50,7 @@ def plot_regression(
 
     :param x: test inputs ``[N]`` (1-d).
     :param mean: predictive mean ``[N]``; ``sd``: predictive standard deviation ``[N]``.
+    :param y_true: the true function at ``x`` ``[N]``, drawn as a red line labelled "true function".
     :param ax: a matplotlib axes to draw into (a panel of a larger figure); default a new figure.
     :returns: the figure.
     """
@@ -64,7 +65,7 @@ def plot_regression(
         ax.fill_between(xs, m - k * s, m + k * s, color="tab:blue", alpha=0.12 + 0.1 * i / len(steps), lw=0)
     ax.plot(xs, m, color="tab:blue", lw=1.5, label=f"predictive mean ± {n_sd:g} sd (shades: ½ sd)")
     if y_true is not None:
-        ax.plot(xs, _np(y_true).reshape(-1)[order], color="tab:red", lw=1, label="observed")
+        ax.plot(xs, _np(y_true).reshape(-1)[order], color="tab:red", lw=1, label="true function")
     if x_train is not None and y_train is not None:
         xt, yt = _np(x_train).reshape(-1), _np(y_train).reshape(-1)
         ax.scatter(xt, yt, s=5, color="k", label="training data")

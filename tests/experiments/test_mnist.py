@@ -64,7 +64,7 @@ def test_ood_writes_every_score_for_every_method(images, tmp_path):
                 "max_softmax",
             }
         if name in ("standard", "temperature"):  # one pass: no disagreement between passes
-            assert scores["auroc"]["notmnist"]["mutual_information"] == 0.5
+            assert scores["auroc"]["notmnist"]["mutual_information"] is None  # printed "n/a"
     assert methods["mc-dropout"]["accuracy"] > 0.5  # the bright band gives the class away
     assert methods["temperature"]["info"]["temperature"] > 0
     assert set(methods["concrete"]["info"]["learned_p"]) == {"fc2.weight"}

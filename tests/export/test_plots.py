@@ -66,3 +66,13 @@ def test_the_softmax_scatter_shows_every_class_that_tops_an_input():
     fig = plot_softmax_scatter(logits, top_k=3)
     labels = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
     assert labels == ["class 0", "class 3", "class 1"]
+
+
+def test_the_true_function_is_labelled_as_such_not_as_observations():
+    import matplotlib.pyplot as plt
+
+    x = torch.linspace(-3, 3, 50)
+    fig = plot_regression(x, torch.sin(x), torch.full((50,), 0.1), y_true=torch.sin(x), x_train=x, y_train=x)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    plt.close(fig)
+    assert "true function" in labels and "observed" not in labels

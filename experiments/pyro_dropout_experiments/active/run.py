@@ -14,7 +14,7 @@ from tqdm.auto import tqdm
 
 from pyro_dropout.active import ActiveLearner, balanced_start
 
-from ..core import missing_runs, resume_runs, store_run
+from ..core import check_scores, missing_runs, resume_runs, store_run
 from .figure import active_figure
 from .model import fitter, load_pool
 from .settings import ActiveSettings
@@ -62,6 +62,26 @@ def _one_run(acquisition: str, seed: int, data: tuple, s: ActiveSettings, bar: A
     }
 
 
+def _check_kept(out: Path, results: dict[str, Any]) -> None:
+    """Every kept run of ``results.json`` checked as data from outside (a field edited to another
+    type, or lost, gave a KeyError or 'string indices must be integers' at the table)."""
+    fix = "remove it (or the run) to run it again"
+    for acquisition, runs in results["runs"].items():
+        if not isinstance(runs, dict):
+            raise ValueError(
+                f"{out / 'results.json'}: the runs of {acquisition!r} are not a dict by seed; {fix}"
+            )
+        for seed, record in runs.items():
+            where = f"the run of {acquisition} with seed {seed}"
+            check_scores(out, where, record, ("labelled", "error"))
+            for key in ("to_0.1", "to_0.05"):
+                value = record.get(key, "missing")
+                if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+                    raise ValueError(
+                        f"{out / 'results.json'}: {where} has {key} = {value!r}, not a number; {fix}"
+                    )
+
+
 def run_active(
     s: ActiveSettings, out: str | Path, data_dir: Any = None, progress: bool = True
 ) -> dict[str, Any]:
@@ -71,6 +91,7 @@ def run_active(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     results = resume_runs(out, asdict(s), _WHICH)
+    _check_kept(out, results)
     todo = missing_runs(results, s.acquisitions, s.repeats, s.seed)
     data = load_pool(s, data_dir)
     if s.max_labels > len(data[0]):

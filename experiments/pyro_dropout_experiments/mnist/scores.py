@@ -26,9 +26,13 @@ __all__ = ["SCORES", "method_scores", "uncertainty"]
 SCORES = ("predictive_entropy", "mutual_information", "variation_ratio", "max_softmax")
 
 
+# scores of the spread between draws: 0 everywhere for one pass, so their AUROC is "n/a" there
+_BETWEEN_DRAWS = ("mutual_information", "variation_ratio")
+
+
 def uncertainty(probs: torch.Tensor) -> dict[str, torch.Tensor]:
     """Each score per point, higher meaning less certain. One pass (``T = 1``, the standard
-    network): mutual information and variation ratio are 0 everywhere (AUROC 0.5)."""
+    network): mutual information and variation ratio are 0 everywhere."""
     return {
         "predictive_entropy": predictive_entropy(probs),
         "mutual_information": mutual_information(probs),
@@ -41,7 +45,9 @@ def method_scores(probs: torch.Tensor, labels: torch.Tensor, ood: dict[str, torc
     """Accuracy, NLL, Brier, ECE (equal-width, adaptive, classwise), AURC, misclassification
     AUROC per score, and AUROC / AUPR per OOD set and score (OOD images the positives)."""
     own = uncertainty(probs)
+    scores = SCORES if probs.shape[0] > 1 else tuple(k for k in SCORES if k not in _BETWEEN_DRAWS)
     wrong = probs.mean(0).argmax(-1) != labels
+    separable = 0 < int(wrong.sum()) < len(wrong)
     out: dict[str, Any] = {
         "accuracy": accuracy(probs, labels),
         "nll": negative_log_likelihood(probs, labels),
@@ -52,14 +58,13 @@ def method_scores(probs: torch.Tensor, labels: torch.Tensor, ood: dict[str, torc
         "aurc": aurc(probs, labels, own["max_softmax"]),
         # None where every test image is right (or every one wrong): nothing to separate
         "misclassification_auroc": {
-            k: auroc(v[wrong], v[~wrong]) if 0 < int(wrong.sum()) < len(wrong) else None
-            for k, v in own.items()
+            k: auroc(own[k][wrong], own[k][~wrong]) if k in scores and separable else None for k in SCORES
         },
         "auroc": {},
         "aupr": {},
     }
     for name, other in ood.items():
         theirs = uncertainty(other)
-        out["auroc"][name] = {k: auroc(theirs[k], own[k]) for k in SCORES}
-        out["aupr"][name] = {k: aupr(theirs[k], own[k]) for k in SCORES}
+        out["auroc"][name] = {k: auroc(theirs[k], own[k]) if k in scores else None for k in SCORES}
+        out["aupr"][name] = {k: aupr(theirs[k], own[k]) if k in scores else None for k in SCORES}
     return out

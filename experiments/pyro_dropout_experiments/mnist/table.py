@@ -21,7 +21,7 @@ def _row(cells: list[Any]) -> str:
 
 
 def _number(value: Any, digits: int = 4) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
+    return "n/a" if value is None else f"{value:.{digits}f}"
 
 
 def ood_tables(results: dict[str, Any]) -> str:

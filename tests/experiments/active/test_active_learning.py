@@ -38,6 +38,15 @@ def test_each_function_runs_from_the_balanced_start_and_a_rerun_resumes(images, 
     assert again["runs"]["bald"] == json.loads(kept)["runs"]["bald"]
     assert main([*args, "--acquisitions", "bald", "--epochs", "3"]) != 0  # other settings: refused
     assert "holds results made with other settings (epochs=2 there, 3 here)" in capsys.readouterr().err
+    for field, value, said in (
+        ("to_0.1", "many", "to_0.1 = 'many', not a number"),
+        ("error", "x", "not a dict of lists"),
+    ):
+        edited = json.loads(kept)
+        edited["runs"]["bald"]["0"][field] = value  # a kept file edited by hand, or damaged
+        (tmp_path / "results.json").write_text(json.dumps(edited))
+        assert main([*args, "--acquisitions", "bald"]) != 0
+        assert said in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -58,6 +58,8 @@ def test_the_model_predicts_one_change_per_state_component_with_a_precision_each
     assert model.change(torch.randn(3, 5)).shape == (3, 4)
 
 
+# episodes of the command end to end (40 s): slow
+@pytest.mark.slow
 def test_dynamics_records_rates_and_uncertainty_per_episode_and_resumes(tmp_path, capsys):
     assert main(["dynamics", *TINY, "--out", str(tmp_path)]) == 0
     results = json.loads((tmp_path / "results.json").read_text())

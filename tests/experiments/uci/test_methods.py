@@ -46,6 +46,8 @@ def test_tau_is_applied_on_the_original_scale(tiny):
     assert model.output.prior_weight_scale.flatten().tolist() == pytest.approx([2.0, 0.5])
 
 
+# trains every method once (about a minute): slow
+@pytest.mark.slow
 def test_init_setting_reaches_every_network_and_is_checked_on_resume(tiny, monkeypatch):
     data = UCIBenchmark.load("tiny", tiny)
     guides = spy_on_build(monkeypatch, "guide")
