@@ -67,6 +67,15 @@ def test_the_front_door_block_scores_a_trained_network(tmp_path, monkeypatch):
     assert namespace["bnn"].evaluate(namespace["x"], namespace["y"]).accuracy > 0.95
 
 
+@pytest.mark.slow  # 20 K-fold refits: about 15 s
+def test_the_kfold_block_prints_what_it_says_and_warns_of_nothing(tmp_path, monkeypatch, recwarn):
+    namespace = _run("az.compare(elpd)", tmp_path, monkeypatch)
+    table = namespace["table"]
+    assert list(table.index) == ["relu", "linear"]
+    assert (round(table.loc["linear", "elpd_diff"], 1), round(table.loc["linear", "dse"], 1)) == (34.2, 4.1)
+    assert not [w for w in recwarn if "pyro_dropout" in str(w.filename) or "DropoutGuide" in str(w.message)]
+
+
 def test_the_cli_lines_run_as_written_after_the_set_up_command():
     """Every ``pyro-dropout`` line of the README's shell blocks calls the command where ``make``
     installs it (``.venv/bin``, a fresh shell needs no activation) with flags the command takes."""

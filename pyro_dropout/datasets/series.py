@@ -29,7 +29,14 @@ class Series:
 def _file(data_dir: str | Path | None, *parts: str) -> Path:
     path = (Path(data_dir) if data_dir is not None else default_data_dir()).joinpath(*parts)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file (give the folder holding {parts[0]}/ as --data-dir)")
+        get = (
+            "or fetch it: `pyro-dropout download co2 --data-dir DIR`"
+            if parts[0] == "co2"
+            else "or put the file there (NOAA's paleoclimatology archive holds it)"
+        )
+        raise FileNotFoundError(
+            f"{path}: no such file (give the folder holding {parts[0]}/ as --data-dir, {get})"
+        )
     return path
 
 

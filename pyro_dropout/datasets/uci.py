@@ -96,7 +96,7 @@ def not_found_message(name: str, root: Path) -> str:
     if wanted is not None and wanted not in found:
         message += (
             f" Point --data-dir (or ${ENV}) at the folder that holds uci/, or fetch the files with "
-            f"`pyro-dropout download-uci --dataset {wanted} --data-dir DIR` (checksums verified)."
+            f"`pyro-dropout download {wanted} --data-dir DIR` (checksums verified)."
         )
     elif not found:
         message += f" The published benchmark's data sets: {', '.join(UCI_DATASETS)}."

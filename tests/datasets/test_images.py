@@ -80,3 +80,20 @@ def test_download_checks_every_file_against_its_checksum(tmp_path):
     folder = download_images("fashion-mnist", tmp_path / "data", source=real.as_uri())  # the real files pass
     assert len(load_images("fashion-mnist", "test", tmp_path / "data")) == 10_000
     assert folder.name == "fashion-mnist"
+
+
+def test_co2_comes_checked_from_its_source_and_loads(tmp_path):
+    from pyro_dropout.datasets import download_co2, load_co2
+
+    mirror = tmp_path / "mirror.csv"
+    mirror.write_text("date,co2\n19580329,316.1\n")
+    with pytest.raises(ValueError, match=r"checksum mismatch for co2/co2\.csv"):
+        download_co2(tmp_path / "data", source=mirror.as_uri())
+    assert not (tmp_path / "data" / "co2" / "co2.csv").exists()
+    with pytest.raises(FileNotFoundError, match="pyro-dropout download co2 --data-dir DIR"):
+        load_co2(tmp_path / "data")
+    real = default_data_dir() / "co2" / "co2.csv"
+    if not real.is_file():
+        pytest.skip("the CO2 file is not here")
+    path = download_co2(tmp_path / "data", source=real.as_uri())  # the real file passes
+    assert path.read_bytes() == real.read_bytes() and len(load_co2(tmp_path / "data").t) > 2000

@@ -15,13 +15,15 @@ def test_loader_and_missing_data(tiny, tmp_path):
     bench = UCIBenchmark.load("tiny", tiny)  # the data with the protocol's published settings
     assert bench.n_hidden == 8 and bench.n_epochs == 2
     assert bench.dropout_rates == [0.01, 0.1] and bench.tau_values == [0.5, 2.0]
-    with pytest.raises(FileNotFoundError, match="download-uci"):
+    with pytest.raises(FileNotFoundError, match="pyro-dropout download bostonHousing"):
         uci_directory("bostonHousing", tmp_path / "empty")
     # a misspelt name: the data sets that are there, the closest one, no download of a set that does not exist
     with pytest.raises(FileNotFoundError, match=r"Data sets in .*: tiny\. Did you mean 'tiny'\?") as caught:
         uci_directory("tine", tiny)
     assert "download-uci" not in str(caught.value)
-    with pytest.raises(FileNotFoundError, match=r"none\. Did you mean 'bostonHousing'\?.*download-uci"):
+    with pytest.raises(
+        FileNotFoundError, match=r"none\. Did you mean 'bostonHousing'\?.*pyro-dropout download bostonHousing"
+    ):
         uci_directory("bostonhousing", tmp_path / "empty")
     with pytest.raises(FileNotFoundError, match="benchmark's data sets: bostonHousing, concrete"):
         uci_directory("energy", tmp_path / "empty")

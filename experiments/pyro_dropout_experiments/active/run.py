@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pyro
-from tqdm.auto import tqdm
 
 from pyro_dropout.active import ActiveLearner, balanced_start
 
 from ..core import check_scores, missing_runs, resume_runs, store_run
+from ..core.progress import Progress
 from .figure import active_figure
 from .model import fitter, load_pool
 from .settings import ActiveSettings
@@ -97,7 +97,7 @@ def run_active(
     if s.max_labels > len(data[0]):
         raise ValueError(f"--max-labels {s.max_labels} is more than the pool's {len(data[0])} images")
     per_run = (s.max_labels - 10 * s.initial) // s.k
-    bar = tqdm(total=len(todo) * per_run, disable=not progress, desc="acquisition rounds")
+    bar = Progress(total=len(todo) * per_run, disable=not progress, desc="acquisition rounds")
     for acquisition, seed in todo:
         began = time.perf_counter()
         record = _one_run(acquisition, seed, data, s, bar)

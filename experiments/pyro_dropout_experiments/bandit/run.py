@@ -13,13 +13,13 @@ from typing import Any, cast
 import pyro
 import torch
 from pyro.infer import SVI
-from tqdm.auto import tqdm
 
 from pyro_dropout.guides import DropoutGuide
 from pyro_dropout.infer import DropoutELBO
 from pyro_dropout.policies import EpsilonGreedy, ThompsonSampling
 
 from ..core import open_results, save_results
+from ..core.progress import Progress
 from .figure import bandit_figure
 from .model import RewardModel
 from .settings import BanditSettings
@@ -67,7 +67,9 @@ def run_bandit(s: BanditSettings, out: str | Path, progress: bool = True) -> dic
     results: dict[str, Any] = {**open_results(out, asdict(s)), "deltas": {}}  # another run's: refused
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    bar = tqdm(total=len(s.deltas) * len(s.policies) * s.repeats, disable=not progress, desc="bandit runs")
+    bar = Progress(
+        total=len(s.deltas) * len(s.policies) * s.repeats, disable=not progress, desc="bandit runs"
+    )
     for delta in s.deltas:
         entry: dict[str, Any] = {}
         for policy in s.policies:

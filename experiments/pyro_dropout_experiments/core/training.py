@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from tqdm.auto import tqdm
 
 from pyro_dropout.infer import DivergenceError
 
 from .checkpoint import TrainingCheckpoint
+from .progress import Progress
 
 __all__ = ["Standardiser", "train_runs"]
 
@@ -130,23 +130,17 @@ def train_runs(
     if saved is not None:
         g.set_state(saved["batches"])
     start = last_saved = time.monotonic()
-    todo = range(len(history), epochs)
-    bar = tqdm(
-        todo,
-        initial=len(history),
-        total=epochs,
-        desc=desc,
-        disable=not progress,
-        leave=False,
-        mininterval=2.0,
-    )
-    for _ in bar:
-        history.append(_epoch(step, x, y, batch_size, g, f"{desc}, epoch {len(history) + 1} of {epochs}"))
-        due = len(history) == epochs or time.monotonic() - last_saved >= getattr(checkpoint, "every", 0.0)
-        if checkpoint is not None and due:
-            _save(checkpoint, g, history, time.monotonic() - start, epochs, desc)
-            last_saved = time.monotonic()
-        if on_epoch is not None:
-            on_epoch(len(history))
-        bar.set_postfix(loss=f"{history[-1]:.4g}", refresh=False)
+    with Progress(
+        initial=len(history), total=epochs, desc=desc, disable=not progress, leave=False, mininterval=2.0
+    ) as bar:
+        for _ in range(len(history), epochs):
+            history.append(_epoch(step, x, y, batch_size, g, f"{desc}, epoch {len(history) + 1} of {epochs}"))
+            due = len(history) == epochs or time.monotonic() - last_saved >= getattr(checkpoint, "every", 0.0)
+            if checkpoint is not None and due:
+                _save(checkpoint, g, history, time.monotonic() - start, epochs, desc)
+                last_saved = time.monotonic()
+            if on_epoch is not None:
+                on_epoch(len(history))
+            bar.set_postfix(loss=f"{history[-1]:.4g}", refresh=False)
+            bar.update()
     return history

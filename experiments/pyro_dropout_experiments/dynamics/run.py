@@ -14,13 +14,13 @@ from typing import Any, cast
 import pyro
 import torch
 from pyro import poutine
-from tqdm.auto import tqdm
 
 from pyro_dropout.guides import DropoutGuide
 from pyro_dropout.infer import CompiledSVI, DropoutELBO
 from pyro_dropout.prediction import predict
 
 from ..core import missing_runs, resume_runs, store_run
+from ..core.progress import Progress
 from ..rl.run import make_env
 from .figure import dynamics_figure
 from .model import DynamicsModel
@@ -132,7 +132,7 @@ def run_dynamics(s: DynamicsSettings, out: str | Path, progress: bool = True) ->
     out.mkdir(parents=True, exist_ok=True)
     results = resume_runs(out, asdict(s), _WHICH)
     todo = missing_runs(results, s.agents, s.repeats, s.seed)
-    bar = tqdm(total=len(todo) * s.episodes, disable=not progress, desc="dynamics episodes")
+    bar = Progress(total=len(todo) * s.episodes, disable=not progress, desc="dynamics episodes")
     for agent, seed in todo:
         start = time.perf_counter()
         records = run_agent(agent, s, seed, bar)

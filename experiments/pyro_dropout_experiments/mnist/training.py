@@ -7,12 +7,12 @@ from typing import Any, cast
 import pyro
 import torch
 from pyro.infer import SVI
-from tqdm.auto import tqdm
 
 from pyro_dropout.guides import DropoutGuide
 from pyro_dropout.infer import DropoutELBO
 from pyro_dropout.nn import LeNet
 
+from ..core.progress import Progress
 from .settings import MnistSettings
 
 __all__ = ["train_classifier", "train_lenet", "train_with_settings"]
@@ -43,7 +43,7 @@ def train_classifier(
     pyro.set_rng_seed(seed)
     losses: list[float] = []
     running = 0.0
-    bar = tqdm(total=total, desc=desc, disable=not progress, leave=False, unit="step")
+    bar = Progress(total=total, desc=desc, disable=not progress, leave=False, unit="step")
     for step in range(total):
         if step % steps_per_epoch == 0:
             order = torch.randperm(n, generator=generator)

@@ -11,9 +11,9 @@ from typing import Any
 
 import pyro
 import torch
-from tqdm.auto import tqdm
 
 from ..core import missing_runs, resume_runs, store_run
+from ..core.progress import Progress
 from .agent import QAgent, Replay
 from .figure import rl_figure
 from .settings import RLSettings
@@ -83,7 +83,7 @@ def run_rl(s: RLSettings, out: str | Path, progress: bool = True) -> dict[str, A
     out.mkdir(parents=True, exist_ok=True)
     results = resume_runs(out, asdict(s), _WHICH)
     todo = missing_runs(results, s.policies, s.repeats, s.seed)
-    bar = tqdm(total=len(todo) * s.batches, disable=not progress, desc="rl batches")
+    bar = Progress(total=len(todo) * s.batches, disable=not progress, desc="rl batches")
     for policy, seed in todo:
         start = time.perf_counter()
         episodes = play(policy, s, seed, bar)
