@@ -103,7 +103,7 @@ def _rows(x: torch.Tensor, n: int) -> torch.Tensor:
 def bench(name: str, draws: int, rows: int, blocks: int, device: torch.device) -> dict:
     net, x, task = _network(name)
     net, x = net.to(device), _rows(x, rows).to(device)
-    bnn = MCDropout(net, task, num_samples=draws)
+    bnn = MCDropout(net, task, num_samples=draws, **({"tau": 1.0} if task == "regression" else {}))
     bnn.predict(x[:2], num_samples=2)  # the guide set up, the rows check made
 
     def run(per_draw: bool | None) -> object:

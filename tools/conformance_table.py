@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from pyro_dropout import MCDropout  # noqa: E402
 from pyro_dropout_experiments.core.atomic import write_atomically  # noqa: E402
-from tests.nn.conformance import build, cases, compare_draws, own_draws  # noqa: E402
+from tests.nn.conformance import build, cases, compare_draws, front_options, own_draws  # noqa: E402
 
 DRAWS = 2000
 
@@ -36,7 +36,11 @@ def measure(name: str) -> dict:
     net, x = build(case, seed=0)
     try:
         pyro.set_rng_seed(1)
-        lib = MCDropout(net, case.task, num_samples=DRAWS).predict(x).samples[case.site]
+        lib = (
+            MCDropout(net, case.task, num_samples=DRAWS, **front_options(case.task))
+            .predict(x)
+            .samples[case.site]
+        )
     except Exception as error:  # a case the library refuses or fails on: reported, not hidden
         first = (str(error).splitlines() or [""])[0]
         return {"error": f"{type(error).__name__}: {first[:160]}"}

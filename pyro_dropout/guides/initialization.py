@@ -26,7 +26,10 @@ def _init_weights(site: dict[str, Any], bound: Callable[[int, int], float]) -> t
     else weights ``U(-b, b)`` with ``b = bound(fan_in, fan_out)``, biases zero, other sites their median."""
     declared = site["infer"].get("init")
     if declared is not None:
-        return declared.detach().to(site["fn"].mean.dtype).expand(site["fn"].shape())
+        # a copy: the param store trains its start in place, and the declared start (a converted
+        # layer's buffer) stays the trained network's (shared, every step changed it and so what the
+        # recorded loss reads: each step was recorded again)
+        return declared.detach().to(site["fn"].mean.dtype).expand(site["fn"].shape()).clone()
     fn = site["fn"]
     if not is_gaussian_prior(fn):
         return init_to_median(site)

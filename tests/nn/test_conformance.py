@@ -20,7 +20,7 @@ from torch import nn
 
 from pyro_dropout import MCDropout, predict_standard
 
-from .conformance import build, cases, compare_draws, eval_output, own_draws
+from .conformance import build, cases, compare_draws, eval_output, front_options, own_draws
 
 CASES = cases()
 DRAWS = 2000
@@ -38,7 +38,7 @@ def test_b_c_the_mc_predictive_is_the_networks_own_mc_dropout(name):
     case = _case(name)
     net, x = build(case, seed=0)
     pyro.set_rng_seed(1)
-    bnn = MCDropout(net, case.task, num_samples=DRAWS)
+    bnn = MCDropout(net, case.task, num_samples=DRAWS, **front_options(case.task))
     lib = bnn.predict(x).samples[case.site]
     torch.manual_seed(2)
     own = case.own(own_draws(net, x, DRAWS))
@@ -53,7 +53,7 @@ def test_b_c_the_mc_predictive_is_the_networks_own_mc_dropout(name):
 def test_a_the_expected_weights_are_the_network_in_eval_mode(name):
     case = _case(name)
     net, x = build(case, seed=0)
-    bnn = MCDropout(net, case.task)
+    bnn = MCDropout(net, case.task, **front_options(case.task))
     bnn.predict(x[:2], num_samples=2)  # sets the guide up
     standard = predict_standard(bnn.model, bnn.guide, x).samples[case.site][0]
     expected = case.own(eval_output(net, x))

@@ -24,7 +24,7 @@ def test_model_eval_leaves_the_networks_dropout_on():
     """Lightning's validation calls model.eval(): the network keeps its MC-dropout modes."""
     torch.manual_seed(0)
     bnn = MCDropout(
-        nn.Sequential(nn.Linear(3, 16), nn.ReLU(), nn.Dropout(0.3), nn.Linear(16, 1)), "regression"
+        nn.Sequential(nn.Linear(3, 16), nn.ReLU(), nn.Dropout(0.3), nn.Linear(16, 1)), "regression", tau=1.0
     )
     x = torch.randn(4, 3)
     bnn.predict(x[:2], num_samples=2)

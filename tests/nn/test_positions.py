@@ -67,7 +67,9 @@ def test_a_class_per_pixel_and_targets_of_the_wrong_shape_are_named():
 def test_a_regression_network_has_no_class_probabilities_to_give():
     torch.manual_seed(0)
     bnn = MCDropout(
-        torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Dropout(0.2), torch.nn.Linear(4, 1)), "regression"
+        torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Dropout(0.2), torch.nn.Linear(4, 1)),
+        "regression",
+        tau=1.0,
     )
     with pytest.raises(ValueError, match=r"task is 'regression'.*no class probabilities"):
         bnn.ood(torch.randn(4, 3), torch.randn(4, 3))

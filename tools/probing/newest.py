@@ -32,7 +32,7 @@ def _net() -> nn.Module:
 
 
 def _front(call: Callable[[MCDropout], Any]) -> Callable[[], Any]:
-    return lambda: call(MCDropout(_net(), "regression", num_samples=4))
+    return lambda: call(MCDropout(_net(), "regression", tau=10.0, num_samples=4))
 
 
 def _history_ok(history: Any) -> bool:

@@ -202,6 +202,12 @@ def front_probes() -> list[Probe]:
         Probe("round 4", "fit, kfold, then evaluate the fitted guide", _kfold_keeps_the_fit, (), bool),
         Probe(
             "round 4",
+            "MCDropout regression without tau: predict",
+            lambda: MCDropout(torch.nn.Sequential(torch.nn.Linear(3, 1)), "regression").predict(x),
+            ("tau=", "calibrate"),
+        ),
+        Probe(
+            "round 4",
             "MCDropout.fit on fractional labels",
             lambda: MCDropout(net, "classification").fit([(x, torch.full((10,), 0.5))]),
             ("whole numbers",),

@@ -89,7 +89,11 @@ def check_targets(likelihood: Any, y: torch.Tensor | None, n: int) -> None:
 
 
 def observe(
-    likelihood: str | Callable, f: torch.Tensor, y: torch.Tensor | None, tau: float, event_dim: int
+    likelihood: str | Callable,
+    f: torch.Tensor,
+    y: torch.Tensor | None,
+    tau: float | torch.Tensor,
+    event_dim: int,
 ) -> torch.Tensor:
     """The likelihood's sample site ``"obs"`` for outputs ``f`` ``[*draws, N, *row]`` (inside the
     data plate at dim -1; ``event_dim``: the dims of one row's output)."""

@@ -84,6 +84,10 @@ class ConvertedModel(PyroModule):
     ) -> None:
         super().__init__()
         self.net, self.likelihood, self.tau = net, likelihood, tau
+        # while tau is learned (MCDropout.fit): the param in Pyro's store that holds log(tau) / its
+        # scale (the scale sets log tau's step under the optimiser's learning rate)
+        self.tau_param: str | None = None
+        self.tau_scale = 1.0
         # masks="own": the network never converted, whose own forward the draws run (.source); a
         # child module (it moves with .to()), read only through ``self.source``: PyroModule's
         # __getattr__ would register a plain module's parameters in Pyro's param store
@@ -283,4 +287,7 @@ class ConvertedModel(PyroModule):
         event = f.dim() - len(draws) - 1
         scale = minibatch_scale("from_module", num_data, n)
         with pyro.plate("data", n, dim=-1), pyro.poutine.scale(scale=scale):
-            return observe(self.likelihood, f, y, self.tau, event)
+            tau = (
+                self.tau if self.tau_param is None else torch.exp(self.tau_scale * pyro.param(self.tau_param))
+            )
+            return observe(self.likelihood, f, y, tau, event)

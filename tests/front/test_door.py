@@ -80,7 +80,7 @@ def test_bad_arguments_are_named():
         MCDropout(nn.Linear(3, 2), "ranking")
     with pytest.raises(ValueError, match="num_samples must be a positive int"):
         MCDropout(nn.Linear(3, 2), num_samples=0)
-    bnn = MCDropout(nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.2), nn.Linear(4, 1)), "regression")
+    bnn = MCDropout(nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.2), nn.Linear(4, 1)), "regression", tau=10.0)
     with pytest.raises(ValueError, match="give the targets"):
         bnn.evaluate(torch.randn(5, 3))
     assert bnn.predict(torch.randn(5, 3)).means["obs"].shape == (100, 5)
@@ -163,7 +163,7 @@ def test_fit_history_is_a_loss_per_example_whatever_the_batch_size():
 
 def test_fit_refuses_what_it_cannot_train_on():
     x, y = _regression_data(32)
-    bnn = MCDropout(nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.2), nn.Linear(4, 1)), "regression")
+    bnn = MCDropout(nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.2), nn.Linear(4, 1)), "regression", tau=10.0)
     loader = [(x[:16], y[:16]), (x[16:], y[16:])]
     for epochs in (0, -1, True, 1.5):
         with pytest.raises(ValueError, match="epochs must be a positive int"):
@@ -182,13 +182,13 @@ def test_fit_refuses_what_it_cannot_train_on():
 
 
 def test_predict_refuses_draws_that_cannot_fit_in_memory_before_allocating():
-    bnn = MCDropout(nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.2), nn.Linear(4, 1)), "regression")
+    bnn = MCDropout(nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.2), nn.Linear(4, 1)), "regression", tau=10.0)
     with pytest.raises(ValueError, match=r"num_samples=1000000000000 draws of these outputs take .* GiB"):
         bnn.predict(torch.randn(5, 3), num_samples=10**12)  # before: a list of 10^10 chunk sizes
 
 
 def test_an_input_holding_nan_is_named():
-    bnn = MCDropout(nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.2), nn.Linear(4, 1)), "regression")
+    bnn = MCDropout(nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.2), nn.Linear(4, 1)), "regression", tau=10.0)
     x = torch.randn(5, 3)
     x[2, 1] = float("nan")
     with pytest.raises(ValueError, match=r"MCDropout: x holds 1 NaN or infinite values \(of 15\)"):
@@ -209,3 +209,20 @@ def test_fractional_labels_and_a_meta_batch_are_named():
         bnn.fit([(x, torch.full((10,), 0.5))], epochs=1)
     with pytest.raises(ValueError, match="on the meta device, which holds shapes but no values"):
         bnn.predict(torch.randn(4, 3, device="meta"))
+
+
+def test_fit_trains_its_own_copy_of_the_start_and_replays_its_graph():
+    """The guide's means once shared their storage with the converted layers' start buffers: every
+    step changed the buffers (the trained start lost) and so what the recorded loss reads, which
+    was then recorded again at every step and ran eagerly."""
+    from pyro_dropout import DropoutELBO
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(1, 16), nn.ReLU(), nn.Dropout(0.1), nn.Linear(16, 1)).eval()
+    trained = net[0].weight.detach().clone()
+    x = torch.rand(200, 1)
+    loader = [(x[i : i + 50], torch.sin(x[i : i + 50, 0])) for i in range(0, 200, 50)]
+    bnn, loss = MCDropout(net, "regression", tau=100.0), DropoutELBO()
+    bnn.fit(loader, epochs=3, loss=loss)
+    assert torch.equal(bnn.model.net[0].start_weight, trained)
+    assert "recorded graph" in loss.explain() and "eager" not in loss.explain()

@@ -15,7 +15,11 @@ bnn.fit(train_loader, epochs=1)                        # optional: refine by SVI
 from __future__ import annotations
 
 import itertools
+import math
+import os
+import warnings
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, cast
 
 import pyro
@@ -24,18 +28,32 @@ from pyro import poutine
 from pyro.infer import SVI
 from pyro.infer.autoguide.initialization import InitMessenger
 
-from .batches import batches
-from .guides import DropoutGuide, init_to_fan_in
-from .guides.ownership import forget_on_collection
-from .infer import DropoutELBO
-from .metrics import aupr, auroc, evaluate, merge_reports, uncertainty_scores
-from .nn import dropout_off, from_module
-from .ops import is_positive_int, is_positive_number
-from .prediction import Predictions, explain_chunks, predict
+from ..batches import batches
+from ..guides import DropoutGuide, init_to_fan_in
+from ..guides.ownership import forget_on_collection
+from ..infer import DropoutELBO
+from ..metrics import aupr, auroc, evaluate, merge_reports, uncertainty_scores
+from ..nn import dropout_off, from_module
+from ..nn.converted.likelihoods import check_targets
+from ..ops import is_positive_int, is_positive_number
+from ..prediction import Predictions, explain_chunks, predict
+from .keep import (
+    FORMAT,
+    check_options,
+    param_names,
+    read_state,
+    refined_module,
+    restore_params,
+    saved_params,
+    write_state,
+)
+from .noise import NoiseLevel, held_out_tau
 
 __all__ = ["MCDropout"]
 
 _INSTANCES = itertools.count()
+_LEARNED = "learned by fit (its maximum-likelihood point, with the weights)"
+TAU_LR = 0.05  # Adam's step for log tau while fit learns it: about 100 steps across two decades
 _OUTPUT_SITES = ("logits", "mean", "log_var", "output")  # a converted network's outputs (per point)
 _TASKS = {
     "classification": "categorical",
@@ -75,6 +93,9 @@ class MCDropout:
         or a callable ``f -> distribution`` (:func:`~pyro_dropout.nn.from_module`'s likelihoods).
     :param num_samples: the draws of each prediction (T).
     :param kwargs: passed to :func:`~pyro_dropout.nn.from_module` (``tau``, ``keep``, ``last_layer``...).
+        For ``"regression"`` without ``tau`` the noise level is not assumed: :meth:`fit` learns it,
+        or :meth:`calibrate` picks it on held-out data, before anything is predicted
+        (:attr:`noise` says which, and the value).
     """
 
     def __init__(
@@ -92,12 +113,56 @@ class MCDropout:
         if not is_positive_int(num_samples):
             raise ValueError(f"MCDropout: num_samples must be a positive int, got {num_samples!r}")
         self.task, self.num_samples = task, num_samples
+        self.options = dict(kwargs)  # from_module's settings, as given (a kept file holds them)
+        self.row: tuple[list[int], str] | None = None  # one input row's shape and dtype, seen first
         self.model = from_module(net, task if callable(task) else _TASKS[task], **kwargs)
+        given = kwargs.get("tau")
+        self.noise: NoiseLevel | None = (
+            (NoiseLevel(None, None) if given is None else NoiseLevel(float(given), "given (tau=)"))
+            if task == "regression"
+            else None
+        )
         # a name of its own in Pyro's param store: several can live side by side, and the
         # store forgets its values once its guide is collected
-        name = f"MCDropout{next(_INSTANCES)}"
-        self.guide = DropoutGuide(self.model, name=name)
-        forget_on_collection(self.guide, name)
+        self.name = f"MCDropout{next(_INSTANCES)}"
+        self.guide = DropoutGuide(self.model, name=self.name)
+        forget_on_collection(self.guide, self.name)
+
+    def __repr__(self) -> str:
+        task = self.task if isinstance(self.task, str) else getattr(self.task, "__name__", "a callable")
+        net = type(self.model.net).__name__
+        said = [f"task={task!r}", f"num_samples={self.num_samples}", f"net={net}"]
+        if self.noise is not None:
+            said.append(f"noise: {self.noise}")
+        return f"MCDropout({', '.join(said)})"
+
+    def _need_noise(self, where: str) -> None:
+        """A regression's predictions need its noise level: refused, naming the ways to it, while
+        it is not known."""
+        if self.noise is not None and self.noise.tau is None:
+            raise ValueError(
+                f"{where}: the regression's noise level is not known, and no default is assumed: give "
+                "MCDropout(net, 'regression', tau=1 / sd**2), or call bnn.calibrate(x_val, y_val) (picks it "
+                "by the held-out predictive log-likelihood) or bnn.fit(loader) (learns it with the weights)"
+            )
+
+    def calibrate(self, x: torch.Tensor, y: torch.Tensor, num_samples: int | None = None) -> NoiseLevel:
+        """Set a regression's noise precision ``tau`` to the value that maximises the MC predictive
+        log-likelihood of held-out ``(x, y)`` (not the training data: there the draws fit the noise);
+        returns the :class:`~pyro_dropout.front.NoiseLevel`, also kept in :attr:`noise`."""
+        if self.noise is None:
+            raise ValueError(f"MCDropout.calibrate: the task {self.task!r} has no noise level to pick")
+        if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
+            raise TypeError("MCDropout.calibrate: x and y must be tensors of held-out points")
+        self._ready(x, y)
+        means = predict(self.model, self.guide, x, num_samples=self._draws(num_samples), return_sites=())
+        check_targets("normal", y, len(x))
+        tau = held_out_tau(means.means["obs"], y)
+        self.model.tau = tau
+        self.noise = NoiseLevel(
+            tau, f"picked by the MC predictive log-likelihood of {len(x)} held-out points"
+        )
+        return self.noise
 
     def _targets_like(self, x: torch.Tensor) -> torch.Tensor:
         """Targets of the shape the network's outputs ask for (a class per token or pixel, say),
@@ -120,6 +185,67 @@ class MCDropout:
                 raise ValueError(f"MCDropout: {name} holds {bad} NaN or infinite values (of {t.numel()})")
         if self.guide.prototype_trace is None:  # set up with the data's structure (targets as observed)
             self.guide(x[:2], y[:2] if y is not None else self._targets_like(x[:2]))
+            self.row = (list(x.shape[1:]), str(x.dtype).removeprefix("torch."))
+
+    def _example(self) -> torch.Tensor:
+        """Two input rows of zeros shaped as the first batch's (token ids of zeros are ids too)."""
+        if self.row is None:
+            raise ValueError("MCDropout: nothing has run yet, so the input's shape is not known")
+        return torch.zeros((2, *self.row[0]), dtype=getattr(torch, self.row[1]))
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Keep the fitted front door in ``path`` (tensors and plain values only; atomic): the guide's
+        parameters, the settings, the noise level. :meth:`load` with the same network puts it back."""
+        if not isinstance(self.task, str):
+            raise ValueError(
+                "MCDropout.save: the task is a callable, which no file can hold: give a task name"
+            )
+        check_options(self.options, "MCDropout.save")
+        x = self._example()
+        names = param_names(self.model, self.guide, x)
+        noise = [None, None] if self.noise is None else [self.noise.tau, self.noise.source]
+        state = {
+            "format": FORMAT,
+            "task": self.task,
+            "num_samples": self.num_samples,
+            "options": self.options,
+            "row": {"shape": self.row[0] if self.row else [], "dtype": self.row[1] if self.row else ""},
+            "noise": noise,
+            "params": saved_params(names, self.name),
+        }
+        return write_state(path, state)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, net: torch.nn.Module) -> MCDropout:
+        """The front door kept by :meth:`save`, on ``net`` (the same architecture, e.g. the network it
+        was made from). The file is read with ``weights_only=True``: it runs nothing."""
+        state = read_state(path)
+        if state["task"] not in _TASKS:
+            raise ValueError(
+                f"MCDropout.load: {path}: the task {state['task']!r} is not one of {', '.join(_TASKS)}"
+            )
+        front = cls(net, state["task"], num_samples=state["num_samples"], **state["options"])
+        front.row = (state["row"]["shape"], state["row"]["dtype"])
+        x = front._example()
+        front._ready(x)
+        restore_params(state["params"], param_names(front.model, front.guide, x), front.name, path)
+        tau, source = state["noise"] + [None] * (2 - len(state["noise"]))
+        if front.noise is not None and isinstance(tau, float | int) and isinstance(source, str):
+            front.model.tau = float(tau)
+            front.noise = NoiseLevel(float(tau), source)
+        return front
+
+    def to_module(self) -> torch.nn.Module:
+        """The network with its refined weights, a plain ``nn.Module`` (a copy, in eval mode): each
+        converted layer's weights are the guide's means (the expected weights of the dropout posterior,
+        what standard dropout predicts with); before any fit, the trained network's own."""
+        if self.guide.prototype_trace is None:
+            raise ValueError(
+                "MCDropout.to_module: nothing has run yet (the guide is set up from the first batch): "
+                "predict, evaluate or fit once first"
+            )
+        means = self.guide.median()
+        return refined_module(self.model.source_net, self.model, means)
 
     def fit(
         self,
@@ -141,27 +267,71 @@ class MCDropout:
                 "MCDropout.fit: the data set's size is not known (a generator or an IterableDataset) "
                 f"or not a positive int ({n!r}): give num_data=, the examples in one epoch"
             )
-        svi, history = None, []
+        learning = self.noise is not None and self.noise.source in (None, _LEARNED)
+        tau = f"{self.name}.log_tau"  # the param that holds log(tau) / scale while it is learned
+        optim = cast(Any, pyro.optim).Adam({"lr": lr})
+        svi, history, epoch_start = None, [], None
         for epoch in range(epochs):
             total, seen = 0.0, 0
+            if learning and self.model.tau_param is not None:
+                epoch_start = self._tau_now()
             for x, y in batches(loader, f"MCDropout.fit (epoch {epoch + 1})"):
                 if y is None:
                     raise ValueError(
                         "MCDropout.fit: the batches need targets: a DataLoader of (x, y) batches"
                     )
+                if learning and self.model.tau_param is None:
+                    epoch_start = self._learn_tau(tau, y, lr)
                 self._ready(x, y)
-                optim = cast(Any, pyro.optim).Adam({"lr": lr})
                 svi = svi or SVI(self.model, self.guide, optim, loss or DropoutELBO())
                 total += svi.step(x, y, num_data=n) * len(x) / n
                 seen += len(x)
             history.append(total / seen)
+        if learning:
+            self._fix_tau(epoch_start, n)
         return history
+
+    def _learn_tau(self, name: str, y: torch.Tensor, lr: float) -> float:
+        """Make tau learned by the next steps, as ``exp(scale * u)`` of the param ``u`` named ``name``
+        (``scale = TAU_LR / lr``: Adam's steps of about ``lr`` in ``u`` move log tau by about
+        ``TAU_LR``); it starts where it stood, or at one over the targets' variance (the noise as
+        wide as the data: the network explains nothing yet). Returns the start."""
+        start = self.noise.tau if self.noise is not None else None
+        if start is None:
+            spread = float(y.detach().double().var()) if len(y) > 1 else 1.0
+            start = 1.0 / spread if math.isfinite(spread) and spread > 0 else 1.0
+        store = pyro.get_param_store()
+        if name in store:  # an earlier fit's, at another scale
+            del store[name]
+        self.model.tau_scale = TAU_LR / lr
+        pyro.param(name, torch.tensor(math.log(start) / self.model.tau_scale, device=y.device))
+        self.model.tau_param = name
+        return start
+
+    def _tau_now(self) -> float:
+        u = pyro.param(cast(str, self.model.tau_param)).detach()
+        return math.exp(self.model.tau_scale * float(u))
+
+    def _fix_tau(self, epoch_start: float | None, n: int) -> None:
+        """Fix tau at its learned value (predictions use it, until the next fit) and say so; warn
+        where it was still moving: in the last epoch by more than its own standard error from ``n``
+        points (``sqrt(2 / n)`` in log tau, a Gaussian precision's maximum-likelihood estimate's)."""
+        self.model.tau = self._tau_now()
+        self.model.tau_param = None
+        self.noise = NoiseLevel(self.model.tau, _LEARNED)
+        if epoch_start is not None and abs(math.log(self.model.tau / epoch_start)) > math.sqrt(2 / n):
+            warnings.warn(
+                f"MCDropout.fit: the noise level was still moving in the last epoch ({epoch_start:.4g} -> "
+                f"{self.model.tau:.4g}): fit for more epochs, or pick it on held-out data with calibrate",
+                stacklevel=3,
+            )
 
     def predict(self, x: Any, num_samples: int | None = None) -> Predictions:
         """MC-dropout draws at ``x`` (a tensor, or a DataLoader, streamed a batch at a time):
         ``pred.probs["obs"]`` ``[T, N, C]`` (classification; ``[T, N, *positions, C]`` with a class
         per token or pixel), ``pred.means["obs"]`` ``[T, N]`` (regression). A DataLoader's
         predictions hold the per-point sites (the likelihood's and the network's outputs)."""
+        self._need_noise("MCDropout.predict")
         parts = []
         for xb, _ in batches(x, "MCDropout.predict"):
             self._ready(xb)
@@ -191,6 +361,7 @@ class MCDropout:
     def evaluate(self, x: Any, y: torch.Tensor | None = None, num_samples: int | None = None) -> Any:
         """The report of :func:`~pyro_dropout.metrics.evaluate` on ``(x, y)``, or on a DataLoader of
         ``(x, y)`` batches, scored a batch at a time (:func:`~pyro_dropout.metrics.merge_reports`)."""
+        self._need_noise("MCDropout.evaluate")
         data = [(x, y)] if y is not None else batches(x, "MCDropout.evaluate")
         reports, targets = [], []
         for xb, yb in data:

@@ -1,0 +1,159 @@
+"""Keeping a front door: its fitted state in a file that holds tensors and plain values only
+(written by ``torch.save``, read back with ``weights_only=True``: a crafted file runs nothing), and
+the network with its refined weights as a plain ``nn.Module`` to deploy.
+
+The file holds what cannot be rebuilt from the network: the guide's parameters (unconstrained, as
+Pyro's param store keeps them), the settings ``MCDropout`` was made with, the noise level and where
+it came from, and the shape and dtype of one input row (the guide's structure is set up from it)."""
+
+from __future__ import annotations
+
+import copy
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, cast
+
+import pyro
+import torch
+
+__all__ = [
+    "FORMAT",
+    "check_options",
+    "param_names",
+    "read_state",
+    "refined_module",
+    "restore_params",
+    "saved_params",
+    "write_state",
+]
+
+FORMAT = "pyro_dropout.MCDropout/1"
+_PREFIX = "{front}"  # the instance's name in Pyro's store, replaced by the loading instance's
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def check_options(options: dict[str, Any], where: str) -> None:
+    """Settings a file can hold: plain values, and lists or tuples of them."""
+    for key, value in options.items():
+        items = value if isinstance(value, list | tuple) else [value]
+        if not all(isinstance(v, _PLAIN) for v in items):
+            raise ValueError(
+                f"{where}: the setting {key}={value!r} is not a plain value (str, number, bool, None or a "
+                "list of them), so no file can hold it: make the front door with plain settings to keep it"
+            )
+
+
+def param_names(model: Any, guide: Any, example: torch.Tensor) -> list[str]:
+    """The names of the parameters that ``guide`` and ``model`` read at ``example``."""
+    with torch.no_grad(), pyro.poutine.trace(param_only=True) as capture:
+        trace = pyro.poutine.trace(guide).get_trace(example)
+        pyro.poutine.replay(model, trace=trace)(example)
+    return list(capture.trace.nodes)
+
+
+def write_state(path: str | os.PathLike, state: dict[str, Any]) -> Path:
+    """``state`` to ``path`` atomically (a temporary file in the same folder, then a rename); a
+    link at ``path`` is refused, not followed."""
+    target = Path(path)
+    if target.is_symlink():
+        raise ValueError(f"MCDropout.save: {target} is a symbolic link; it is not written through: remove it")
+    if target.parent and not target.parent.is_dir():
+        raise ValueError(f"MCDropout.save: {target.parent} is not a folder")
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            torch.save(state, handle)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def _bad(path: Any, what: str) -> ValueError:
+    return ValueError(f"MCDropout.load: {path}: {what}")
+
+
+def read_state(path: str | os.PathLike) -> dict[str, Any]:
+    """The state in ``path``, read with ``weights_only=True`` and checked field by field."""
+    if not Path(path).is_file():
+        raise _bad(path, "no such file")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # truncated, another format, a pickle of other objects
+        raise _bad(
+            path, f"not a file written by MCDropout.save ({type(error).__name__}: {str(error)[:200]})"
+        ) from None
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        raise _bad(path, f"not a file written by MCDropout.save (its format is not {FORMAT!r})")
+    fields = {"task": str, "num_samples": int, "options": dict, "params": dict, "row": dict, "noise": list}
+    for key, kind in fields.items():
+        if not isinstance(state.get(key), kind):
+            raise _bad(path, f"the field {key!r} is missing or not a {kind.__name__}")
+    for name, value in state["params"].items():
+        if not isinstance(name, str) or not isinstance(value, torch.Tensor):
+            raise _bad(path, f"the parameter {name!r} is not a named tensor")
+        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            raise _bad(path, f"the parameter {name!r} holds NaN or infinite values")
+    row = state["row"]
+    if not isinstance(row.get("shape"), list) or not all(isinstance(d, int) and d > 0 for d in row["shape"]):
+        raise _bad(path, "the input row's shape is not a list of positive ints")
+    if not isinstance(getattr(torch, str(row.get("dtype")), None), torch.dtype):
+        raise _bad(path, f"the input row's dtype {row.get('dtype')!r} is not a torch dtype")
+    check_options(state["options"], f"MCDropout.load: {path}")
+    return state
+
+
+def _unconstrained(name: str) -> torch.Tensor:
+    """The tensor Pyro's store keeps for ``name`` (its optimiser's), not the constrained view."""
+    return cast(torch.Tensor, cast(Any, pyro.param(name)).unconstrained())
+
+
+def saved_params(names: list[str], front: str) -> dict[str, torch.Tensor]:
+    """The unconstrained values of ``names``, the instance's name ``front`` written as a placeholder."""
+    return {name.replace(front, _PREFIX, 1): _unconstrained(name).detach().cpu().clone() for name in names}
+
+
+def restore_params(saved: dict[str, torch.Tensor], names: list[str], front: str, path: Any) -> None:
+    """Put ``saved`` into the parameters ``names`` of this instance (named ``front``); every name
+    and shape must match."""
+    wanted = {name.replace(front, _PREFIX, 1): name for name in names}
+    missing, extra = sorted(set(wanted) - set(saved)), sorted(set(saved) - set(wanted))
+    if missing or extra:
+        raise _bad(
+            path,
+            f"its parameters do not match this network's (missing {missing[:3]}, not in the network "
+            f"{extra[:3]}): saved from another network, or with other settings?",
+        )
+    for key, name in wanted.items():
+        target = _unconstrained(name)
+        if target.shape != saved[key].shape:
+            raise _bad(
+                path,
+                f"the parameter {key!r} has shape {tuple(saved[key].shape)}, "
+                f"the network's {tuple(target.shape)}",
+            )
+        with torch.no_grad():
+            target.copy_(saved[key].to(target.device, target.dtype))
+
+
+def refined_module(
+    source: torch.nn.Module | None, model: Any, means: dict[str, torch.Tensor]
+) -> torch.nn.Module:
+    """A copy of the unconverted network ``source`` with each converted layer's parameters set to
+    the guide's means ``means`` (by site), trainable, in eval mode."""
+    if source is None:
+        raise ValueError(
+            "MCDropout.to_module: this front door was made with masks='shared' (its layers replaced), "
+            "which keeps no copy of the network to put the weights into: use the default masks='own'"
+        )
+    net = copy.deepcopy(source)
+    weights = model.source.weights(means, {site: value.dim() for site, value in means.items()}, None)
+    own = dict(net.named_parameters())
+    with torch.no_grad():
+        for name, value in weights.items():
+            own[name].copy_(value.to(own[name].dtype))
+    for parameter in net.parameters():
+        parameter.requires_grad_(True)  # a network to train or deploy
+    return net.eval()
