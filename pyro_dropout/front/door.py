@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import sys
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -32,7 +33,7 @@ from ..batches import batches
 from ..guides import DropoutGuide, init_to_fan_in
 from ..guides.ownership import forget_on_collection
 from ..infer import DropoutELBO
-from ..metrics import aupr, auroc, evaluate, merge_reports, uncertainty_scores
+from ..metrics import aupr, auroc, evaluate, fpr_at_tpr, merge_reports, uncertainty_scores
 from ..nn import dropout_off, from_module
 from ..nn.converted.likelihoods import check_targets
 from ..ops import is_positive_int, is_positive_number
@@ -81,6 +82,23 @@ def _data_size(loader: Any) -> int | None:
     if isinstance(loader, list | tuple) and all(isinstance(b, list | tuple) and b for b in loader):
         return sum(len(b[0]) for b in loader)
     return None
+
+
+def _batch_count(loader: Any) -> int | None:
+    try:
+        return len(loader)
+    except TypeError:  # a generator
+        return None
+
+
+def progress_bar(progress: bool | None, total: int | None, desc: str) -> Any:
+    """A tqdm bar on standard error, or one that shows nothing: ``progress`` None shows it in a
+    terminal only, and never where ``CI`` is set."""
+    from tqdm.auto import tqdm
+
+    if progress is None:
+        progress = sys.stderr.isatty() and not os.environ.get("CI")
+    return tqdm(total=total, desc=desc, disable=not progress, unit="step", leave=False)
 
 
 class MCDropout:
@@ -254,12 +272,14 @@ class MCDropout:
         lr: float = 1e-3,
         loss: Any = None,
         num_data: int | None = None,
+        progress: bool | None = None,
     ) -> list[float]:
         """Refine the network by SVI on a DataLoader of ``(x, y)`` batches (``loss``: default
         ``DropoutELBO()``), the likelihood scaled to the whole data set (``num_data``: its size,
         by default the loader's ``len(dataset)`` or a list's rows); returns each epoch's loss per
         example (each step's loss over ``num_data``, averaged over the epoch's examples: the
-        same whatever the batch size)."""
+        same whatever the batch size). ``progress``: a bar of the steps (default: on in a terminal,
+        off where ``CI`` is set or the output is not a terminal)."""
         _check_fit(epochs, lr)
         n = _data_size(loader) if num_data is None else num_data
         if not is_positive_int(n):
@@ -271,6 +291,8 @@ class MCDropout:
         tau = f"{self.name}.log_tau"  # the param that holds log(tau) / scale while it is learned
         optim = cast(Any, pyro.optim).Adam({"lr": lr})
         svi, history, epoch_start = None, [], None
+        count = _batch_count(loader)
+        bar = progress_bar(progress, None if count is None else epochs * count, "MCDropout.fit")
         for epoch in range(epochs):
             total, seen = 0.0, 0
             if learning and self.model.tau_param is not None:
@@ -286,7 +308,10 @@ class MCDropout:
                 svi = svi or SVI(self.model, self.guide, optim, loss or DropoutELBO())
                 total += svi.step(x, y, num_data=n) * len(x) / n
                 seen += len(x)
+                bar.update()
             history.append(total / seen)
+            bar.set_postfix(loss=f"{history[-1]:.4g}", refresh=False)
+        bar.close()
         if learning:
             self._fix_tau(epoch_start, n)
         return history
@@ -373,13 +398,32 @@ class MCDropout:
         return reports[0] if len(reports) == 1 else merge_reports(reports, torch.cat(targets))
 
     def ood(self, x_in: Any, x_out: Any, num_samples: int | None = None) -> dict[str, dict[str, float]]:
-        """AUROC and AUPR of each uncertainty score (entropy, mutual information, variation ratio,
-        1 - max probability) at telling ``x_out`` (out of distribution) from ``x_in``; each a tensor
-        or a DataLoader, streamed (a point's scores are kept, not its draws). With a class per
-        position, each point's scores are its positions' mean."""
+        """AUROC, AUPR and the FPR at 95% TPR of each uncertainty score (entropy, mutual information,
+        variation ratio, 1 - max probability) at telling ``x_out`` (out of distribution) from
+        ``x_in``; each a tensor or a DataLoader, streamed (a point's scores are kept, not its draws).
+        With a class per position, each point's scores are its positions' mean."""
         scores = [self._scores(x, num_samples, "MCDropout.ood") for x in (x_in, x_out)]
         s_in, s_out = scores
-        return {k: {"auroc": auroc(s_out[k], s_in[k]), "aupr": aupr(s_out[k], s_in[k])} for k in s_in}
+        return {
+            k: {
+                "auroc": auroc(s_out[k], s_in[k]),
+                "aupr": aupr(s_out[k], s_in[k]),
+                "fpr95": fpr_at_tpr(s_out[k], s_in[k]),
+            }
+            for k in s_in
+        }
+
+    def uncertainty(self, x: Any, num_samples: int | None = None) -> dict[str, torch.Tensor]:
+        """Each input's uncertainty, unlabelled ``x`` (a tensor or a DataLoader): ``[N]`` per score,
+        higher meaning less certain. Classification: predictive entropy, mutual information,
+        variation ratio and 1 - max probability; regression: the epistemic sd (the draws' spread)
+        and the total predictive sd."""
+        if self.task in ("regression", "heteroscedastic"):
+            pred = self.predict(x, num_samples)
+            epistemic = pred.means["obs"].var(0, unbiased=False)
+            total = epistemic + pred.variances["obs"].mean(0)
+            return {"epistemic_sd": epistemic.sqrt(), "predictive_sd": total.sqrt()}
+        return self._scores(x, num_samples, "MCDropout.uncertainty")
 
     def _scores(self, x: Any, num_samples: int | None, where: str) -> dict[str, torch.Tensor]:
         parts = []

@@ -29,7 +29,7 @@ from .conformal import conformal_interval, conformal_quantile, conformal_set
 from .evaluate import evaluate
 from .in_between import InBetween, gap_points, in_between
 from .merge import merge_reports
-from .ranking import aupr, auroc, average_ranks
+from .ranking import aupr, auroc, average_ranks, fpr_at_tpr
 from .regression import (
     coverage,
     crps,
@@ -82,6 +82,7 @@ __all__ = [
     "evaluate",
     "expected_calibration_error",
     "fit_temperature",
+    "fpr_at_tpr",
     "gap_points",
     "gaussian_log_likelihood",
     "in_between",

@@ -1,19 +1,21 @@
-r"""Separating two sets of scores: AUROC and AUPR, computed exactly with ties."""
+r"""Separating two sets of scores: AUROC, AUPR and the FPR at 95% TPR, computed exactly with ties."""
 
 from __future__ import annotations
+
+import math
 
 import torch
 
 from ._checks import as_tensor, check_finite
 
-__all__ = ["aupr", "auroc", "average_ranks"]
+__all__ = ["aupr", "auroc", "average_ranks", "fpr_at_tpr"]
 
 
 def _scores(pos: object, neg: object) -> tuple[torch.Tensor, torch.Tensor]:
     p = check_finite(as_tensor(pos, "scores_pos"), "scores_pos").flatten().double()
     n = check_finite(as_tensor(neg, "scores_neg"), "scores_neg").flatten().double().to(p.device)
     if p.numel() == 0 or n.numel() == 0:
-        raise ValueError("auroc/aupr need at least one positive and one negative score")
+        raise ValueError("auroc/aupr/fpr_at_tpr need at least one positive and one negative score")
     return p, n
 
 
@@ -62,3 +64,16 @@ def aupr(scores_pos: object, scores_neg: object) -> float:
     recall = tp / p.numel()
     previous = torch.cat([recall.new_zeros(1), recall[:-1]])
     return float(((recall - previous) * precision).sum())
+
+
+def fpr_at_tpr(scores_pos: object, scores_neg: object, tpr: float = 0.95) -> float:
+    r"""The false-positive rate at the threshold that first flags a share ``tpr`` of the positives
+    (FPR at 95% TPR, the OOD literature's usual operating point): the threshold :math:`t` is the
+    :math:`\lceil \text{tpr} \cdot n^+ \rceil`-th highest positive score, and the rate is the
+    share of negatives with a score of at least :math:`t` (ties with it counted as flagged)."""
+    if not isinstance(tpr, float | int) or isinstance(tpr, bool) or not 0 < tpr <= 1:
+        raise ValueError(f"fpr_at_tpr: tpr must be a number in (0, 1], got {tpr!r}")
+    p, n = _scores(scores_pos, scores_neg)
+    k = math.ceil(tpr * p.numel() - 1e-9)
+    threshold = torch.sort(p, descending=True).values[k - 1]
+    return float((n >= threshold).double().mean())

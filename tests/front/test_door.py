@@ -226,3 +226,39 @@ def test_fit_trains_its_own_copy_of_the_start_and_replays_its_graph():
     bnn.fit(loader, epochs=3, loss=loss)
     assert torch.equal(bnn.model.net[0].start_weight, trained)
     assert "recorded graph" in loss.explain() and "eager" not in loss.explain()
+
+
+def test_fit_shows_a_bar_in_a_terminal_and_none_under_ci(monkeypatch, capsys):
+    from pyro_dropout.front.door import progress_bar
+
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True)
+    monkeypatch.delenv("CI", raising=False)
+    shown = {}
+    for ci in (None, "true"):
+        monkeypatch.delenv("CI", raising=False) if ci is None else monkeypatch.setenv("CI", ci)
+        for asked in (None, True, False):
+            with progress_bar(asked, 4, "fit") as bar:
+                shown[ci, asked] = not bar.disable
+    assert shown == {(None, None): True, ("true", None): False, (None, True): True, ("true", True): True,
+                     (None, False): False, ("true", False): False}  # fmt: skip
+    capsys.readouterr()
+    x, y = torch.randn(16, 3), torch.randn(16)
+    bnn = MCDropout(nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.2), nn.Linear(4, 1)), "regression", tau=10.0)
+    bnn.fit([(x[:8], y[:8]), (x[8:], y[8:])], epochs=2, progress=True)
+    err = capsys.readouterr().err
+    assert "MCDropout.fit" in err and "/4 [" in err  # two epochs of two steps
+
+
+def test_uncertainty_and_fpr95_for_unlabelled_inputs():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(3, 16), nn.ReLU(), nn.Dropout(0.3), nn.Linear(16, 3)).eval()
+    bnn = MCDropout(net, "classification", num_samples=30)
+    scores = bnn.uncertainty(torch.randn(10, 3))
+    assert set(scores) >= {"predictive_entropy", "mutual_information"} and scores[
+        "mutual_information"
+    ].shape == (10,)
+    found = bnn.ood(torch.randn(20, 3), 5 * torch.randn(20, 3))
+    assert all(0 <= v["fpr95"] <= 1 for v in found.values())
+    reg = MCDropout(nn.Sequential(nn.Linear(3, 16), nn.Dropout(0.3), nn.Linear(16, 1)), "regression", tau=4.0)
+    sds = reg.uncertainty(torch.randn(10, 3))
+    assert bool((sds["predictive_sd"] >= 0.5 - 1e-6).all()) and bool((sds["epistemic_sd"] > 0).all())

@@ -58,3 +58,22 @@ def test_bad_scores():
         auroc([], [1.0])
     with pytest.raises(ValueError, match="NaN"):
         auroc([float("nan")], [1.0])
+
+
+def test_fpr_at_95_tpr_counts_the_negatives_at_the_threshold_that_keeps_95_percent():
+    from pyro_dropout.metrics import fpr_at_tpr
+
+    positives = torch.arange(1.0, 21.0)  # 20 scores: the 19th highest, 2, keeps 95% of them
+    assert fpr_at_tpr(positives, torch.tensor([0.0, 1.5, 2.0, 3.0])) == 0.5  # 2 (tied) and 3 flagged
+    assert fpr_at_tpr(positives, torch.tensor([0.0, 1.0])) == 0.0
+    assert (
+        fpr_at_tpr(positives, torch.tensor([0.5]), tpr=1.0) == 0.0
+        and fpr_at_tpr(positives, torch.tensor([1.0]), tpr=1.0) == 1.0
+    )
+    g = torch.Generator().manual_seed(0)
+    pos, neg = torch.randn(400, generator=g) + 1, torch.randn(300, generator=g)
+    brute = min(float((neg >= t).double().mean()) for t in pos if float((pos >= t).double().mean()) >= 0.95)
+    assert fpr_at_tpr(pos, neg) == brute  # the lowest FPR among the thresholds that keep 95%
+    for bad in (0, 1.5, True, "0.95"):
+        with pytest.raises(ValueError, match="tpr must be a number in"):
+            fpr_at_tpr(pos, neg, tpr=bad)
