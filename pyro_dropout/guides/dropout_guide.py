@@ -187,7 +187,8 @@ class DropoutGuide(DropoutSummaries, AutoGuide):
         if getattr(fn.support, "is_discrete", False):
             raise ValueError(
                 f"DropoutGuide: site '{name}' is discrete ({prior}); the guide handles continuous "
-                "latent sites only: marginalise it (enumeration) or observe it"
+                "latent sites only: marginalise it (enumeration, https://pyro.ai/examples/enumeration.html) "
+                "or observe it"
             )
         if name in self.point_estimates:
             return _Role(False, fn.event_dim, frames=frames)
@@ -297,8 +298,9 @@ class DropoutGuide(DropoutSummaries, AutoGuide):
     def forward(self, *args: Any, **kwargs: Any) -> dict[str, torch.Tensor]:
         if torch.jit.is_tracing():
             raise NotImplementedError(
-                "DropoutGuide cannot run under Pyro's JIT losses (JitTrace_ELBO, JitTraceGraph_ELBO, "
-                "JitTraceEnum_ELBO): TorchScript's trace freezes its draws and parameter transforms, and "
+                "DropoutGuide cannot run under a TorchScript trace (Pyro's JIT losses JitTrace_ELBO, "
+                "JitTraceGraph_ELBO, JitTraceEnum_ELBO; torch.jit.trace_module): the trace freezes its draws "
+                "and parameter transforms, and "
                 "the fit is wrong without an error. Use Trace_ELBO, or DropoutELBO(), which replays a "
                 "recorded graph only under a guard read at every step"
             )
