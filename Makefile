@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow test-all lint format docs bench uci uci-table uci-docs clean
+.PHONY: setup demo test test-slow test-all lint format docs docs-check bench uci uci-table uci-docs clean
 
 $(STAMP): pyproject.toml experiments/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -84,6 +84,12 @@ format: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/python -m pip install -q -e ".[docs]"
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+# the main pages in Chromium at 1280 and 390 px: screenshots in results/docs-layout, and an error
+# for any block that runs past the text column unscrollable (needs Debian's chromium package)
+docs-check: docs
+	$(BIN)/python -m pip install -q playwright
+	$(BIN)/python tools/docs_layout.py site --out results/docs-layout
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
