@@ -31,13 +31,25 @@ def plot_uci(rows: list[dict[str, Any]], metric: str = "test_ll") -> Any:
     summary = summarise(rows)
     datasets = sorted({d for d, _ in summary})
     methods = methods_in(summary)
-    cols = min(4, len(datasets))
+    # each panel lists only the methods run on its data set (no empty rows), three panels a row,
+    # each row as tall as its longest list
+    present = {d: [m for m in methods if (d, m) in summary] for d in datasets}
+    cols = min(3, len(datasets))
     nrows = math.ceil(len(datasets) / cols)
-    width = max(3.2 * cols, 5.5)  # one panel: wide enough for the caption
-    fig, axes = plt.subplots(nrows, cols, figsize=(width, 0.35 * len(methods) * nrows + 1.4 * nrows))
-    flat = [axes] if len(datasets) == 1 else list(getattr(axes, "flat", axes))
+    heights = [
+        max(len(present[d]) for d in datasets[r * cols : (r + 1) * cols]) * 0.3 + 1.0 for r in range(nrows)
+    ]
+    width = max(4.2 * cols, 5.5)  # one panel: wide enough for the caption
+    fig, axes = plt.subplots(
+        nrows,
+        cols,
+        figsize=(width, sum(heights) + 0.6),
+        gridspec_kw={"height_ratios": heights},
+        squeeze=False,
+    )
+    flat = list(axes.flat)
     for ax, d in zip(flat, datasets, strict=False):
-        _panel(ax, d, summary, methods, metric)
+        _panel(ax, d, summary, present[d], metric)
     for ax in flat[len(datasets) :]:
         ax.set_visible(False)
     label = "test log-likelihood (higher is better)" if metric == "test_ll" else "test RMSE (lower is better)"
@@ -49,6 +61,8 @@ def plot_uci(rows: list[dict[str, Any]], metric: str = "test_ll") -> Any:
 
 def _panel(ax: Any, d: str, summary: dict, methods: list[str], metric: str) -> None:
     """One data set: the published band, then each method's mean ± standard error."""
+    from matplotlib.ticker import MaxNLocator
+
     index = 0 if metric == "rmse" else 2
     ref = PUBLISHED[REFERENCE].get(d)
     if ref is not None:
@@ -68,4 +82,5 @@ def _panel(ax: Any, d: str, summary: dict, methods: list[str], metric: str) -> N
     ax.set_ylim(len(methods) - 0.5, -0.5)
     ax.set_title(d, fontsize=9)
     ax.tick_params(axis="x", labelsize=7)
+    ax.xaxis.set_major_locator(MaxNLocator(4))  # at most four ticks: their labels never overlap
     ax.grid(axis="x", alpha=0.3)

@@ -291,3 +291,17 @@ def test_a_quick_run_is_said_to_be_one_and_nothing_is_marked_best_or_checked():
     assert table.startswith("**Shorter runs than the protocol's** (`--quick`")
     assert "±" in table and "**2" not in table and "✓" not in table and "✗" not in table
     assert "Splits run and wall time" not in markdown_table(rows, full=False)
+
+
+def test_a_panel_lists_only_the_methods_run_on_its_data_set():
+    rows = [
+        {"dataset": d, "method": m, "split": 0, "rmse": 1.0, "rmse_standard": 1.0, "test_ll": -1.0}
+        for d, ms in {"bostonHousing": ("mc-dropout", "sgp", "hmc"), "other": ("sgp",)}.items()
+        for m in ms
+    ]
+    fig = plot_uci(rows)
+    labels = {
+        ax.get_title(): [t.get_text() for t in ax.get_yticklabels()] for ax in fig.axes if ax.get_visible()
+    }
+    assert labels["other"] == ["sgp"] and len(labels["bostonHousing"]) == 3  # no empty rows
+    assert all(len(ax.get_xticks()) <= 6 for ax in fig.axes if ax.get_visible())  # few, readable ticks
