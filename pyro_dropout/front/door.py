@@ -38,6 +38,7 @@ from ..nn import dropout_off, from_module
 from ..nn.converted.likelihoods import check_targets
 from ..ops import is_positive_int, is_positive_number
 from ..prediction import Predictions, explain_chunks, predict
+from . import pictures
 from .keep import (
     FORMAT,
     check_options,
@@ -99,6 +100,17 @@ def progress_bar(progress: bool | None, total: int | None, desc: str) -> Any:
     if progress is None:
         progress = sys.stderr.isatty() and not os.environ.get("CI")
     return tqdm(total=total, desc=desc, disable=not progress, unit="step", leave=False)
+
+
+def _shown(data: Any, where: str) -> Iterable:
+    """``batches(data)``, with a progress bar (a terminal only) where ``data`` is a loader."""
+    if isinstance(data, torch.Tensor):
+        yield from batches(data, where)
+        return
+    with progress_bar(None, _batch_count(data), where) as bar:
+        for batch in batches(data, where):
+            yield batch
+            bar.update()
 
 
 class MCDropout:
@@ -358,7 +370,7 @@ class MCDropout:
         predictions hold the per-point sites (the likelihood's and the network's outputs)."""
         self._need_noise("MCDropout.predict")
         parts = []
-        for xb, _ in batches(x, "MCDropout.predict"):
+        for xb, _ in _shown(x, "MCDropout.predict"):
             self._ready(xb)
             parts.append(predict(self.model, self.guide, xb, num_samples=self._draws(num_samples)))
         return parts[0] if isinstance(x, torch.Tensor) else Predictions.of_points(parts, _OUTPUT_SITES)
@@ -387,7 +399,7 @@ class MCDropout:
         """The report of :func:`~pyro_dropout.metrics.evaluate` on ``(x, y)``, or on a DataLoader of
         ``(x, y)`` batches, scored a batch at a time (:func:`~pyro_dropout.metrics.merge_reports`)."""
         self._need_noise("MCDropout.evaluate")
-        data = [(x, y)] if y is not None else batches(x, "MCDropout.evaluate")
+        data = [(x, y)] if y is not None else _shown(x, "MCDropout.evaluate")
         reports, targets = [], []
         for xb, yb in data:
             if yb is None:
@@ -413,6 +425,17 @@ class MCDropout:
             for k in s_in
         }
 
+    def plot(self, kind: str, *args: Any, path: str | os.PathLike | None = None, **kwargs: Any) -> Any:
+        """A picture of the predictive, returned as a matplotlib figure (and written to ``path``):
+        ``plot("reliability", x, y)`` (classification: accuracy against confidence),
+        ``plot("band", x, x_train=, y_train=, y_true=)`` (a regression on one feature: the mean ±
+        2 predictive sd in half-sd shades), ``plot("ood", x_in, x_out, score="mutual_information")``
+        (the score's histograms on both)."""
+        figure = pictures.draw(self, kind, *args, **kwargs)
+        if path is not None:
+            pictures.save(figure, path)
+        return figure
+
     def uncertainty(self, x: Any, num_samples: int | None = None) -> dict[str, torch.Tensor]:
         """Each input's uncertainty, unlabelled ``x`` (a tensor or a DataLoader): ``[N]`` per score,
         higher meaning less certain. Classification: predictive entropy, mutual information,
@@ -427,6 +450,6 @@ class MCDropout:
 
     def _scores(self, x: Any, num_samples: int | None, where: str) -> dict[str, torch.Tensor]:
         parts = []
-        for xb, _ in batches(x, where):
+        for xb, _ in _shown(x, where):
             parts.append(uncertainty_scores(self.probs(xb, num_samples)))
         return {k: torch.cat([p[k] for p in parts]) for k in parts[0]}

@@ -262,3 +262,32 @@ def test_uncertainty_and_fpr95_for_unlabelled_inputs():
     reg = MCDropout(nn.Sequential(nn.Linear(3, 16), nn.Dropout(0.3), nn.Linear(16, 1)), "regression", tau=4.0)
     sds = reg.uncertainty(torch.randn(10, 3))
     assert bool((sds["predictive_sd"] >= 0.5 - 1e-6).all()) and bool((sds["epistemic_sd"] > 0).all())
+
+
+def test_plot_draws_the_three_pictures_and_writes_them(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Dropout(0.3), nn.Linear(16, 3)).eval()
+    bnn = MCDropout(net, "classification", num_samples=20)
+    x, y = torch.randn(40, 2), torch.randint(0, 3, (40,))
+    bnn.plot("reliability", x, y, path=tmp_path / "reliability.png")
+    bnn.plot("ood", x, 4 * torch.randn(40, 2), path=tmp_path / "ood.png")
+    reg = MCDropout(
+        nn.Sequential(nn.Linear(1, 16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16, 1)), "regression", tau=25.0
+    )
+    grid = torch.linspace(-3, 3, 50).unsqueeze(-1)
+    fig = reg.plot(
+        "band", grid, x_train=grid[10:20], y_train=torch.sin(grid[10:20, 0]), path=tmp_path / "band.png"
+    )
+    for name in ("reliability", "ood", "band"):
+        data = (tmp_path / f"{name}.png").read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000, name
+    assert fig.axes[0].get_title() == "MC dropout predictive"
+    with pytest.raises(ValueError, match="kind must be one of reliability, band, ood"):
+        bnn.plot("roc", x, y)
+    with pytest.raises(ValueError, match=r"a regression on one input feature, x of shape \[N, 1\]"):
+        bnn.plot("band", x)
+    with pytest.raises(ValueError, match="score must be one of"):
+        bnn.plot("ood", x, x, score="entropy")
