@@ -299,9 +299,9 @@ class DropoutGuide(DropoutSummaries, AutoGuide):
         if torch.jit.is_tracing():
             raise NotImplementedError(
                 "DropoutGuide cannot run under a TorchScript trace (Pyro's JIT losses JitTrace_ELBO, "
-                "JitTraceGraph_ELBO, JitTraceEnum_ELBO; torch.jit.trace_module): the trace freezes its draws "
-                "and parameter transforms, and "
-                "the fit is wrong without an error. Use Trace_ELBO, or DropoutELBO(), which replays a "
+                "JitTraceGraph_ELBO, JitTraceEnum_ELBO; a traced Predictive module): the trace freezes its "
+                "draws and parameter transforms, and the fit is wrong without an error. Use Trace_ELBO, "
+                "or DropoutELBO(), which replays a "
                 "recorded graph only under a guard read at every step"
             )
         if self.prototype_trace is None:
