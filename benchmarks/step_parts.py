@@ -62,7 +62,8 @@ def _trace_of(svi, x, y):
     """The default loss's recorded graph of this input shape, and its inputs (the parameters, x, y)."""
     objective = svi.loss_and_grads.__self__
     graph_loss = next(iter(objective.graph_losses.values()))
-    (graph,) = graph_loss.recorded.graphs.values()
+    (route,) = graph_loss.recorded.routes.by_key.values()
+    graph = next(iter(route.graphs.values()))[0]  # one state recorded: (graph, what it keeps alive)
     params = [pyro.param(name).unconstrained() for name in graph_loss.names]
     return graph, (*params, x, y), params
 

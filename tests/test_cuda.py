@@ -7,6 +7,7 @@ from pyro.infer import SVI, Predictive
 
 from pyro_dropout import BBAlpha, DropoutELBO, DropoutGuide
 from pyro_dropout.distributions import bernoulli_keep
+from pyro_dropout.infer.recorded.graph import RECORD_AT
 from pyro_dropout.nn import MLP
 
 pytestmark = pytest.mark.cuda  # skipped where there is none (conftest.py)
@@ -200,7 +201,7 @@ def test_the_recorded_graphs_run_on_the_gpu_and_give_the_eager_gradients(loss):
         guide = DropoutGuide(model, dropout=0.1)
         objective = DropoutELBO(graph=graph) if loss == "elbo" else BBAlpha(0.5, num_particles=4, graph=graph)
         svi = SVI(model, guide, pyro.optim.Adam({"lr": 1e-2}), objective)
-        for _ in range(4):
+        for _ in range(RECORD_AT + 1):  # recorded at its 8th step: the 9th replays
             svi.step(x, y, num_data=100)
         pyro.set_rng_seed(1)
         objective.loss_and_grads(model, guide, x, y, num_data=100)
@@ -208,7 +209,8 @@ def test_the_recorded_graphs_run_on_the_gpu_and_give_the_eager_gradients(loss):
         grads[graph] = {n: store[n].unconstrained().grad.clone() for n in store}
         if graph != "eager":
             (recorded,) = objective.graph_losses.values()
-            assert len(recorded.recorded.graphs) == 1 and not recorded.recorded.eager
+            (route,) = recorded.recorded.routes.by_key.values()
+            assert len(route.graphs) == 1 and not route.eager, recorded.explain()
     for graph in ("record", "compile"):
         for name, grad in grads["eager"].items():  # float32 on the GPU: rounding differs more
             assert torch.allclose(grads[graph][name], grad, rtol=1e-3, atol=1e-3), (graph, name)
