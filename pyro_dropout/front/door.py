@@ -425,6 +425,23 @@ class MCDropout:
             for k in s_in
         }
 
+    def dropout_rates(self) -> dict[str, dict[str, float]]:
+        """What drops in the MC draws: ``"network"``, every dropout module of the network with its
+        rate (each acts in the draws as in the network's own MC dropout, attention dropout and a
+        channel dropout before a flatten included; a functional ``F.dropout`` call has no module
+        to name); ``"weights"``, the rate whose KL each weight's site gets in :meth:`fit` (0 where
+        no dropout sits right before its layer)."""
+        net = self.model.source_net if self.model.source_net is not None else self.model.net
+        modules: tuple[type, ...] = (torch.nn.Dropout, torch.nn.Dropout1d, torch.nn.Dropout2d)
+        modules += (torch.nn.Dropout3d, torch.nn.AlphaDropout, torch.nn.FeatureAlphaDropout)
+        network = {name: float(cast(Any, m).p) for name, m in net.named_modules() if isinstance(m, modules)}
+        weights = (
+            {k: float(v) for k, v in self.guide.dropout_rates().items()}
+            if self.guide.prototype_trace is not None
+            else {}
+        )
+        return {"network": network, "weights": weights}
+
     def plot(self, kind: str, *args: Any, path: str | os.PathLike | None = None, **kwargs: Any) -> Any:
         """A picture of the predictive, returned as a matplotlib figure (and written to ``path``):
         ``plot("reliability", x, y)`` (classification: accuracy against confidence),

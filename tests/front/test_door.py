@@ -291,3 +291,14 @@ def test_plot_draws_the_three_pictures_and_writes_them(tmp_path):
         bnn.plot("band", x)
     with pytest.raises(ValueError, match="score must be one of"):
         bnn.plot("ood", x, x, score="entropy")
+
+
+def test_dropout_rates_name_every_dropout_of_the_network_that_acts():
+    """A channel dropout before a Flatten feeds no layer's inputs unit by unit, so its weight's KL
+    rate is 0; it still acts in every draw, and the report names it (before: only the 0)."""
+    net = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Dropout2d(0.25), nn.Flatten(), nn.Linear(144, 10))
+    bnn = MCDropout(net.eval(), "classification")
+    assert bnn.dropout_rates()["weights"] == {}  # the guide is set up by the first batch
+    bnn.predict(torch.randn(5, 1, 8, 8), num_samples=2)
+    rates = bnn.dropout_rates()
+    assert rates["network"] == {"2": 0.25} and rates["weights"] == {"net.0.weight": 0.0, "net.4.weight": 0.0}
