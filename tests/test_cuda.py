@@ -214,3 +214,25 @@ def test_the_recorded_graphs_run_on_the_gpu_and_give_the_eager_gradients(loss):
     for graph in ("record", "compile"):
         for name, grad in grads["eager"].items():  # float32 on the GPU: rounding differs more
             assert torch.allclose(grads[graph][name], grad, rtol=1e-3, atol=1e-3), (graph, name)
+
+
+def test_the_front_door_runs_on_the_device_and_leaves_the_network_where_it_is(tmp_path):
+    from torch import nn
+
+    from pyro_dropout import MCDropout
+
+    device = torch.device("cuda")
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(3, 16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16, 2))
+    x, y = torch.randn(32, 3, device=device), torch.randint(0, 2, (32,), device=device)
+    bnn = MCDropout(net, "classification", num_samples=10, device=device)
+    bnn.fit([(x, y)], epochs=2)
+    torch.manual_seed(1)
+    probs = bnn.probs(x)
+    assert probs.device.type == "cuda" and bnn.evaluate(x, y).accuracy >= 0
+    assert all(p.device.type == "cpu" for p in net.parameters())  # the user's network stays
+    bnn.save(tmp_path / "front.pt")
+    back = MCDropout.load(tmp_path / "front.pt", net, device=device)
+    torch.manual_seed(1)
+    assert torch.equal(back.probs(x), probs)
+    assert all(p.device.type == "cuda" for p in bnn.to_module().parameters())

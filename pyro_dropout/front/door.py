@@ -122,6 +122,8 @@ class MCDropout:
         (one output, noise precision ``tau``), ``"heteroscedastic"`` (a mean and a log-variance),
         or a callable ``f -> distribution`` (:func:`~pyro_dropout.nn.from_module`'s likelihoods).
     :param num_samples: the draws of each prediction (T).
+    :param device: where the converted copy and the guide live (``"cuda"``, say; the inputs go
+        there too); the network given stays where it is. Default: where the network is.
     :param kwargs: passed to :func:`~pyro_dropout.nn.from_module` (``tau``, ``keep``, ``last_layer``...).
         For ``"regression"`` without ``tau`` the noise level is not assumed: :meth:`fit` learns it,
         or :meth:`calibrate` picks it on held-out data, before anything is predicted
@@ -134,6 +136,7 @@ class MCDropout:
         task: str | Callable = "classification",
         *,
         num_samples: int = 100,
+        device: str | torch.device | None = None,
         **kwargs: Any,
     ) -> None:
         if not callable(task) and task not in _TASKS:
@@ -146,6 +149,11 @@ class MCDropout:
         self.options = dict(kwargs)  # from_module's settings, as given (a kept file holds them)
         self.row: tuple[list[int], str] | None = None  # one input row's shape and dtype, seen first
         self.model = from_module(net, task if callable(task) else _TASKS[task], **kwargs)
+        # the converted copy on ``device`` (the user's network stays where it is); the guide's
+        # parameters start from its buffers there, at the first batch (which must be there too)
+        self.device = None if device is None else torch.device(device)
+        if self.device is not None:
+            self.model.to(self.device)
         given = kwargs.get("tau")
         self.noise: NoiseLevel | None = (
             (NoiseLevel(None, None) if given is None else NoiseLevel(float(given), "given (tau=)"))
@@ -221,7 +229,7 @@ class MCDropout:
         """Two input rows of zeros shaped as the first batch's (token ids of zeros are ids too)."""
         if self.row is None:
             raise ValueError("MCDropout: nothing has run yet, so the input's shape is not known")
-        return torch.zeros((2, *self.row[0]), dtype=getattr(torch, self.row[1]))
+        return torch.zeros((2, *self.row[0]), dtype=getattr(torch, self.row[1]), device=self.device)
 
     def save(self, path: str | os.PathLike) -> Path:
         """Keep the fitted front door in ``path`` (tensors and plain values only; atomic): the guide's
@@ -246,15 +254,17 @@ class MCDropout:
         return write_state(path, state)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, net: torch.nn.Module) -> MCDropout:
+    def load(
+        cls, path: str | os.PathLike, net: torch.nn.Module, device: str | torch.device | None = None
+    ) -> MCDropout:
         """The front door kept by :meth:`save`, on ``net`` (the same architecture, e.g. the network it
-        was made from). The file is read with ``weights_only=True``: it runs nothing."""
+        was made from), on ``device``. The file is read with ``weights_only=True``: it runs nothing."""
         state = read_state(path)
         if state["task"] not in _TASKS:
             raise ValueError(
                 f"MCDropout.load: {path}: the task {state['task']!r} is not one of {', '.join(_TASKS)}"
             )
-        front = cls(net, state["task"], num_samples=state["num_samples"], **state["options"])
+        front = cls(net, state["task"], num_samples=state["num_samples"], device=device, **state["options"])
         front.row = (state["row"]["shape"], state["row"]["dtype"])
         x = front._example()
         front._ready(x)

@@ -302,3 +302,12 @@ def test_dropout_rates_name_every_dropout_of_the_network_that_acts():
     bnn.predict(torch.randn(5, 1, 8, 8), num_samples=2)
     rates = bnn.dropout_rates()
     assert rates["network"] == {"2": 0.25} and rates["weights"] == {"net.0.weight": 0.0, "net.4.weight": 0.0}
+
+
+def test_device_moves_the_converted_copy_not_the_network():
+    net = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Dropout(0.2), nn.Linear(8, 2))
+    before = [p.detach().clone() for p in net.parameters()]
+    bnn = MCDropout(net, "classification", device="cpu", num_samples=4)
+    assert bnn.device == torch.device("cpu") and bnn.probs(torch.randn(5, 3)).shape == (4, 5, 2)
+    assert all(torch.equal(a, b) for a, b in zip(before, net.parameters(), strict=True))
+    # the CUDA case, with fit, save, load and to_module: tests/test_cuda.py (run by benchmarks/gpu_check.sh)
