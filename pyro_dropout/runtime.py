@@ -7,8 +7,19 @@ import ctypes
 import ctypes.util
 import os
 import sys
+from typing import Any
 
-__all__ = ["file_mode", "tune_cpu_allocator"]
+__all__ = ["file_mode", "progress_bar", "tune_cpu_allocator"]
+
+
+def progress_bar(progress: bool | None, total: int | None, desc: str) -> Any:
+    """A tqdm bar on standard error, or one that shows nothing: ``progress`` None shows it in a
+    terminal only, and never where ``CI`` is set."""
+    from tqdm.auto import tqdm
+
+    if progress is None:
+        progress = sys.stderr.isatty() and not os.environ.get("CI")
+    return tqdm(total=total, desc=desc, disable=not progress, unit="step", leave=False)
 
 
 def file_mode() -> int:

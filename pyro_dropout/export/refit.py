@@ -16,6 +16,7 @@ from pyro.optim import PyroOptim
 from ..infer import CompiledSVI, DropoutELBO
 from ..ops import check_seed, is_positive_int, is_positive_number
 from ..prediction.predictive import predict
+from ..runtime import progress_bar
 
 __all__ = ["Refit", "check_factory", "check_rows", "draws_log_likelihood", "fit_svi"]
 
@@ -33,8 +34,10 @@ def fit_svi(model: Any, guide: Any, args: tuple, steps: int, loss: Any, lr: floa
     optim = PyroOptim(torch.optim.Adam, {"lr": lr})  # pyro.optim.Adam, spelt out for the type checker
     # a copy for each fit: a loss keeps what it learnt of a model (its plate depth, its checks)
     svi = CompiledSVI(model, guide, optim, copy.deepcopy(loss) if loss is not None else DropoutELBO())
-    for _ in range(steps):
-        svi.step(*args)
+    with progress_bar(None, steps, "refit") as bar:  # a terminal only; none under CI
+        for _ in range(steps):
+            svi.step(*args)
+            bar.update()
 
 
 def draws_log_likelihood(

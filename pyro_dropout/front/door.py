@@ -17,7 +17,6 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import sys
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -38,6 +37,7 @@ from ..nn import dropout_off, from_module
 from ..nn.converted.likelihoods import check_targets
 from ..ops import is_positive_int, is_positive_number
 from ..prediction import Predictions, explain_chunks, predict
+from ..runtime import progress_bar
 from . import pictures
 from .keep import (
     FORMAT,
@@ -90,16 +90,6 @@ def _batch_count(loader: Any) -> int | None:
         return len(loader)
     except TypeError:  # a generator
         return None
-
-
-def progress_bar(progress: bool | None, total: int | None, desc: str) -> Any:
-    """A tqdm bar on standard error, or one that shows nothing: ``progress`` None shows it in a
-    terminal only, and never where ``CI`` is set."""
-    from tqdm.auto import tqdm
-
-    if progress is None:
-        progress = sys.stderr.isatty() and not os.environ.get("CI")
-    return tqdm(total=total, desc=desc, disable=not progress, unit="step", leave=False)
 
 
 def _shown(data: Any, where: str) -> Iterable:

@@ -184,3 +184,16 @@ def test_a_model_or_guide_instance_and_a_kfold_result_for_reloo_are_named():
     result = kfold(lambda: MLP(2, 1, hidden=(4,)), x, y, k=2, steps=2, num_samples=2)
     with pytest.raises(ValueError, match="a K-fold result has no Pareto k"):
         reloo(lambda: MLP(2, 1, hidden=(4,)), x, y, result, steps=2, num_samples=2)
+
+
+def test_each_refit_shows_a_bar_in_a_terminal_and_none_under_ci(monkeypatch, capsys):
+    from pyro_dropout.export.refit import fit_svi
+
+    x, y = torch.randn(16, 1), torch.randn(16)
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True)
+    for ci, shown in ((None, True), ("true", False)):
+        monkeypatch.delenv("CI", raising=False) if ci is None else monkeypatch.setenv("CI", ci)
+        pyro.clear_param_store()
+        model = MLP(1, hidden=(4,))
+        fit_svi(model, DropoutGuide(model, dropout=0.1), (x, y), 3, None, 1e-2)
+        assert ("refit" in capsys.readouterr().err) == shown

@@ -229,7 +229,7 @@ def test_fit_trains_its_own_copy_of_the_start_and_replays_its_graph():
 
 
 def test_fit_shows_a_bar_in_a_terminal_and_none_under_ci(monkeypatch, capsys):
-    from pyro_dropout.front.door import progress_bar
+    from pyro_dropout.runtime import progress_bar
 
     monkeypatch.setattr("sys.stderr.isatty", lambda: True)
     monkeypatch.delenv("CI", raising=False)
