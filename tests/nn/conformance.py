@@ -135,6 +135,20 @@ def cases() -> dict[str, Case]:
     return found
 
 
+def looped_sd_ratio(draws: int) -> float:
+    """The median over inputs of the MC sd of ``MCDropout`` on :class:`LoopedDropout` (the issue's
+    looped-``nn.Sequential`` idiom) over the network's own, ``draws`` passes each (its dropout on)."""
+    from pyro_dropout import MCDropout
+
+    torch.manual_seed(0)
+    net, x = vis.LoopedDropout().eval(), torch.randn(8, 8)
+    lib = MCDropout(net, "regression", tau=10.0).predict(x, num_samples=draws).means["obs"]
+    net.train()
+    with torch.no_grad():
+        own = torch.stack([net(x) for _ in range(draws)]).squeeze(-1)
+    return float((lib.std(0) / own.std(0)).median())
+
+
 def front_options(task: str) -> dict[str, Any]:
     """``MCDropout``'s settings for a case: a regression's noise level given (the draws compared are
     the mean's, which it does not touch; a front door assumes none)."""

@@ -303,15 +303,9 @@ def fast_path_probes() -> list[Probe]:
 
 def _looped_sd_ratio() -> float:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from tests.nn.conformance_vision import LoopedDropout
+    from tests.nn.conformance import looped_sd_ratio
 
-    torch.manual_seed(0)
-    net, x = LoopedDropout().eval(), torch.randn(8, 8)
-    lib = MCDropout(net, "regression", tau=10.0).predict(x, num_samples=2000).means["obs"]
-    net.train()
-    with torch.no_grad():
-        own = torch.stack([net(x) for _ in range(2000)]).squeeze(-1)
-    return float((lib.std(0) / own.std(0)).median())
+    return looped_sd_ratio(2000)
 
 
 def round4_probes() -> list[Probe]:
