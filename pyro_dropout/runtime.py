@@ -7,9 +7,12 @@ import ctypes
 import ctypes.util
 import os
 import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-__all__ = ["file_mode", "progress_bar", "tune_cpu_allocator"]
+__all__ = ["file_mode", "progress_bar", "tune_cpu_allocator", "write_atomically"]
 
 
 def progress_bar(progress: bool | None, total: int | None, desc: str) -> Any:
@@ -20,6 +23,28 @@ def progress_bar(progress: bool | None, total: int | None, desc: str) -> Any:
     if progress is None:
         progress = sys.stderr.isatty() and not os.environ.get("CI")
     return tqdm(total=total, desc=desc, disable=not progress, unit="step", leave=False)
+
+
+def write_atomically(path: str | os.PathLike, write: Callable[[str], Any], who: str) -> Path:
+    """``write(temporary)`` fills a temporary file beside ``path`` (its suffix kept, for writers that
+    read the format from it), which then takes ``path``'s name by ``os.replace`` with the umask's
+    permissions: a stop leaves the old file whole and no debris. A link at ``path`` is refused, not
+    written through (``who`` names the caller in the error)."""
+    target = Path(path)
+    if target.is_symlink():
+        raise ValueError(f"{who}: {target} is a symbolic link; it is not written through: remove it")
+    descriptor, temporary = tempfile.mkstemp(
+        prefix=f".{target.stem}.", suffix=f".partial{target.suffix}", dir=target.parent
+    )
+    try:
+        os.fchmod(descriptor, file_mode())  # mkstemp's 0600 otherwise
+        os.close(descriptor)
+        write(temporary)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return target
 
 
 def file_mode() -> int:

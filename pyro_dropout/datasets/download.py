@@ -6,13 +6,11 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import os
-import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
 
-from ..runtime import file_mode
+from ..runtime import write_atomically
 from .uci import check_name
 
 __all__ = ["CO2_SOURCE", "IMAGE_SOURCES", "SOURCE", "download_co2", "download_images", "download_uci"]
@@ -22,18 +20,8 @@ _MANIFEST = Path(__file__).with_name("uci_manifest.json")
 
 
 def _save(path: Path, payload: bytes) -> None:
-    """``payload`` into ``path`` through a temporary file and ``os.replace``; never through a link."""
-    if path.is_symlink():
-        raise ValueError(f"{path} is a symbolic link; the data is not written through links: remove it")
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-    try:
-        os.fchmod(descriptor, file_mode())  # mkstemp's 0600 otherwise
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(payload)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    """``payload`` into ``path`` atomically; never through a link."""
+    write_atomically(path, lambda temporary: Path(temporary).write_bytes(payload), "download")
 
 
 def _folder(data_dir: str | Path, *parts: str) -> Path:

@@ -215,11 +215,16 @@ class MCDropout:
             self.guide(x[:2], y[:2] if y is not None else self._targets_like(x[:2]))
             self.row = (list(x.shape[1:]), str(x.dtype).removeprefix("torch."))
 
-    def _example(self) -> torch.Tensor:
-        """Two input rows of zeros shaped as the first batch's (token ids of zeros are ids too)."""
+    def _row(self) -> tuple[list[int], str]:
+        """One input row's shape and dtype, as the first batch had them."""
         if self.row is None:
             raise ValueError("MCDropout: nothing has run yet, so the input's shape is not known")
-        return torch.zeros((2, *self.row[0]), dtype=getattr(torch, self.row[1]), device=self.device)
+        return self.row
+
+    def _example(self) -> torch.Tensor:
+        """Two input rows of zeros shaped as the first batch's (token ids of zeros are ids too)."""
+        shape, dtype = self._row()
+        return torch.zeros((2, *shape), dtype=getattr(torch, dtype), device=self.device)
 
     def save(self, path: str | os.PathLike) -> Path:
         """Keep the fitted front door in ``path`` (tensors and plain values only; atomic): the guide's
@@ -229,15 +234,15 @@ class MCDropout:
                 "MCDropout.save: the task is a callable, which no file can hold: give a task name"
             )
         check_options(self.options, "MCDropout.save")
-        x = self._example()
-        names = param_names(self.model, self.guide, x)
+        names = param_names(self.model, self.guide, self._example())
+        shape, dtype = self._row()
         noise = [None, None] if self.noise is None else [self.noise.tau, self.noise.source]
         state = {
             "format": FORMAT,
             "task": self.task,
             "num_samples": self.num_samples,
             "options": self.options,
-            "row": {"shape": self.row[0] if self.row else [], "dtype": self.row[1] if self.row else ""},
+            "row": {"shape": shape, "dtype": dtype},
             "noise": noise,
             "params": saved_params(names, self.name),
         }

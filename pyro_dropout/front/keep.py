@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import copy
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, cast
 
 import pyro
 import torch
+
+from ..runtime import write_atomically
 
 __all__ = [
     "FORMAT",
@@ -55,20 +56,9 @@ def param_names(model: Any, guide: Any, example: torch.Tensor) -> list[str]:
 def write_state(path: str | os.PathLike, state: dict[str, Any]) -> Path:
     """``state`` to ``path`` atomically (a temporary file in the same folder, then a rename); a
     link at ``path`` is refused, not followed."""
-    target = Path(path)
-    if target.is_symlink():
-        raise ValueError(f"MCDropout.save: {target} is a symbolic link; it is not written through: remove it")
-    if target.parent and not target.parent.is_dir():
-        raise ValueError(f"MCDropout.save: {target.parent} is not a folder")
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            torch.save(state, handle)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return target
+    if not Path(path).parent.is_dir():
+        raise ValueError(f"MCDropout.save: {Path(path).parent} is not a folder")
+    return write_atomically(path, lambda temporary: torch.save(state, temporary), "MCDropout.save")
 
 
 def _bad(path: Any, what: str) -> ValueError:

@@ -5,7 +5,6 @@ uncertainty score on in- and out-of-distribution inputs, each drawn from the fro
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ import torch
 
 from ..export import plot_regression, plot_reliability, plot_score_histograms
 from ..metrics import reliability_diagram
+from ..runtime import write_atomically
 
 __all__ = ["KINDS", "draw", "save"]
 
@@ -65,19 +65,5 @@ def draw(front: Any, kind: str, *args: Any, **kwargs: Any) -> Any:
 
 
 def save(figure: Any, path: str | os.PathLike) -> Path:
-    """``figure`` to ``path`` (its format from the suffix) through a temporary file and a rename;
-    a link at ``path`` is refused, not followed."""
-    target = Path(path)
-    if target.is_symlink():
-        raise ValueError(f"MCDropout.plot: {target} is a symbolic link; it is not written through: remove it")
-    descriptor, temporary = tempfile.mkstemp(
-        prefix=f".{target.stem}.", suffix=target.suffix, dir=target.parent
-    )
-    os.close(descriptor)
-    try:
-        figure.savefig(temporary, dpi=110)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return target
+    """``figure`` to ``path`` (its format from the suffix) atomically; a link is refused."""
+    return write_atomically(path, lambda temporary: figure.savefig(temporary, dpi=110), "MCDropout.plot")

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from pyro_dropout import MCDropout, predict_standard
+from pyro_dropout.runtime import file_mode
 
 
 def _fitted(tmp_path):
@@ -27,6 +28,7 @@ _LOAD = """
 import sys, torch
 from torch import nn
 from pyro_dropout import MCDropout, predict_standard
+from pyro_dropout.runtime import file_mode
 net = nn.Sequential(nn.Linear(1, 16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16, 2))
 net.load_state_dict(torch.load(sys.argv[1] + "/net.pt", weights_only=True))
 bnn = MCDropout.load(sys.argv[1] + "/front.pt", net)
@@ -78,6 +80,7 @@ def test_to_module_is_the_network_with_the_refined_means(tmp_path):
 def test_damaged_or_crafted_files_are_refused_by_name_and_run_nothing(tmp_path):
     net, bnn, _ = _fitted(tmp_path)
     path = bnn.save(tmp_path / "front.pt")
+    assert path.stat().st_mode & 0o777 == file_mode()  # as open() would make it, not mkstemp's 0600
     raw = path.read_bytes()
     cases = {
         "truncated.pt": raw[: len(raw) // 2],
