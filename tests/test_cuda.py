@@ -236,3 +236,21 @@ def test_the_front_door_runs_on_the_device_and_leaves_the_network_where_it_is(tm
     torch.manual_seed(1)
     assert torch.equal(back.probs(x), probs)
     assert all(p.device.type == "cuda" for p in bnn.to_module().parameters())
+
+
+def test_a_fitted_front_door_moves_with_to_and_draws_the_same():
+    from torch import nn
+
+    from pyro_dropout import MCDropout
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(3, 16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16, 2))
+    x, y = torch.randn(32, 3), torch.randint(0, 2, (32,))
+    bnn = MCDropout(net, "classification", num_samples=10)
+    bnn.fit([(x, y)], epochs=2)
+    means = {k: v.clone() for k, v in bnn.guide.median().items()}
+    assert bnn.to("cuda") is bnn
+    assert all(v.device.type == "cuda" for v in bnn.guide.median().values())
+    assert all(torch.equal(v.cpu(), means[k]) for k, v in bnn.guide.median().items())
+    assert bnn.probs(x.cuda()).device.type == "cuda"
+    bnn.fit([(x.cuda(), y.cuda())], epochs=1)  # and trains there

@@ -201,6 +201,19 @@ def test_the_conformance_table_is_the_stored_run():
     assert all(row.get("passed") for row in stored["cases"].values())
 
 
+def test_the_inputs_table_is_the_stored_run():
+    """docs/inputs.md's table is tools/conformance_table.py --inputs's table of its stored JSON, and
+    every case of tests/nn/conformance_inputs.py has a passed row there."""
+    from tests.nn.conformance_inputs import cases
+
+    tool = load_script("tools", "conformance_table")
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    stored = json.loads((docs / "results" / "conformance" / "inputs.json").read_text())
+    assert tool.table(stored["cases"]) in (docs / "inputs.md").read_text()
+    assert set(stored["cases"]) == set(cases())
+    assert all(row.get("passed") for row in stored["cases"].values())
+
+
 def test_the_pages_cite_the_papers_one_way():
     """The user docs cite the project's papers by their key ("paper 000"), not as "[000]" or by a
     page's own "[1]" numbering (docstrings keep their own numbered References lists)."""

@@ -28,7 +28,7 @@ from pyro import poutine
 from pyro.infer import SVI
 from pyro.infer.autoguide.initialization import InitMessenger
 
-from ..batches import batches
+from ..batches import batches, is_one_batch
 from ..guides import DropoutGuide, init_to_fan_in
 from ..guides.ownership import forget_on_collection
 from ..infer import DropoutELBO
@@ -42,6 +42,8 @@ from . import pictures
 from .keep import (
     FORMAT,
     check_options,
+    example_inputs,
+    input_spec,
     param_names,
     read_state,
     refined_module,
@@ -81,7 +83,7 @@ def _data_size(loader: Any) -> int | None:
         except TypeError:  # an IterableDataset
             return None
     if isinstance(loader, list | tuple) and all(isinstance(b, list | tuple) and b for b in loader):
-        return sum(len(b[0]) for b in loader)
+        return sum(len(b[0]) for b in loader if isinstance(b[0], torch.Tensor)) or None
     return None
 
 
@@ -94,13 +96,26 @@ def _batch_count(loader: Any) -> int | None:
 
 def _shown(data: Any, where: str) -> Iterable:
     """``batches(data)``, with a progress bar (a terminal only) where ``data`` is a loader."""
-    if isinstance(data, torch.Tensor):
+    if isinstance(data, torch.Tensor | dict) or (isinstance(data, tuple) and is_one_batch(data)):
         yield from batches(data, where)
         return
     with progress_bar(None, _batch_count(data), where) as bar:
         for batch in batches(data, where):
             yield batch
             bar.update()
+
+
+def _shared_names(shared: Any, names: list[str], net: str) -> frozenset[str]:
+    """The inputs declared shared, each checked to be one of the forward's parameters."""
+    if isinstance(shared, str) or not all(isinstance(n, str) for n in shared):
+        raise TypeError(f"MCDropout: shared must be a list of the forward's input names, got {shared!r}")
+    unknown = sorted(set(shared) - set(names)) if names else []
+    if unknown:
+        raise ValueError(
+            f"MCDropout: shared names {unknown}, which {net}.forward does not take (its inputs: "
+            f"{', '.join(names)})"
+        )
+    return frozenset(shared)
 
 
 class MCDropout:
@@ -114,6 +129,12 @@ class MCDropout:
     :param num_samples: the draws of each prediction (T).
     :param device: where the converted copy and the guide live (``"cuda"``, say; the inputs go
         there too); the network given stays where it is. Default: where the network is.
+    :param shared: the names of the forward's inputs that are the same for every example, where
+        their shape does not tell (a dense ``[N, N]`` adjacency). The inputs of every call are what
+        the network's forward takes: one tensor ``x [N, ...]``, a tuple of positional inputs
+        (``(x, t)``, ``(x, edge_index)``) or a dict of keyword inputs (``input_ids`` and
+        ``attention_mask``); a tensor whose dim 0 is not the batch's (``edge_index [2, E]``) is
+        shared by the examples (:mod:`~pyro_dropout.nn.converted.inputs`).
     :param kwargs: passed to :func:`~pyro_dropout.nn.from_module` (``tau``, ``keep``, ``last_layer``...).
         For ``"regression"`` without ``tau`` the noise level is not assumed: :meth:`fit` learns it,
         or :meth:`calibrate` picks it on held-out data, before anything is predicted
@@ -127,6 +148,7 @@ class MCDropout:
         *,
         num_samples: int = 100,
         device: str | torch.device | None = None,
+        shared: Iterable[str] = (),
         **kwargs: Any,
     ) -> None:
         if not callable(task) and task not in _TASKS:
@@ -137,8 +159,9 @@ class MCDropout:
             raise ValueError(f"MCDropout: num_samples must be a positive int, got {num_samples!r}")
         self.task, self.num_samples = task, num_samples
         self.options = dict(kwargs)  # from_module's settings, as given (a kept file holds them)
-        self.row: tuple[list[int], str] | None = None  # one input row's shape and dtype, seen first
+        self.inputs: dict[str, Any] | None = None  # the first batch's inputs, described (keep.input_spec)
         self.model = from_module(net, task if callable(task) else _TASKS[task], **kwargs)
+        self.model.shared = _shared_names(shared, self.model.input_names, type(net).__name__)
         # the converted copy on ``device`` (the user's network stays where it is); the guide's
         # parameters start from its buffers there, at the first batch (which must be there too)
         self.device = None if device is None else torch.device(device)
@@ -184,15 +207,14 @@ class MCDropout:
             raise TypeError("MCDropout.calibrate: x and y must be tensors of held-out points")
         self._ready(x, y)
         means = predict(self.model, self.guide, x, num_samples=self._draws(num_samples), return_sites=())
-        check_targets("normal", y, len(x))
+        rows = self.model.inputs(x).rows
+        check_targets("normal", y, rows)
         tau = held_out_tau(means.means["obs"], y)
         self.model.tau = tau
-        self.noise = NoiseLevel(
-            tau, f"picked by the MC predictive log-likelihood of {len(x)} held-out points"
-        )
+        self.noise = NoiseLevel(tau, f"picked by the MC predictive log-likelihood of {rows} held-out points")
         return self.noise
 
-    def _targets_like(self, x: torch.Tensor) -> torch.Tensor:
+    def _targets_like(self, x: Any) -> torch.Tensor:
         """Targets of the shape the network's outputs ask for (a class per token or pixel, say),
         from one pass of the network with its trained weights and its dropout off."""
         with torch.no_grad(), poutine.block(), pyro.validation_enabled(False), dropout_off():
@@ -204,27 +226,46 @@ class MCDropout:
         not taken as the default."""
         return self.num_samples if num_samples is None else num_samples
 
-    def _ready(self, x: torch.Tensor, y: torch.Tensor | None = None) -> None:
+    def _ready(self, x: Any, y: torch.Tensor | None = None) -> None:
         """Each batch checked (finite inputs and targets: a NaN would reach Pyro as "Expected
-        parameter logits"), and the guide set up at the first."""
-        for name, t in (("x", x), ("y", y)):
-            if t is not None and t.is_floating_point() and not bool(torch.isfinite(t).all()):
+        parameter logits"), and the guide set up at the first (on two rows of a tensor; on the
+        whole batch of several inputs, whose shared ones may index its rows: a graph's edges)."""
+        inputs = self.model.inputs(x)
+        named = [
+            ("x" if isinstance(x, torch.Tensor) else f"the input {n!r}", v)
+            for n, v in zip(inputs.names, inputs.values, strict=True)
+        ]
+        for name, t in [*named, ("y", y)]:
+            if isinstance(t, torch.Tensor) and t.is_floating_point() and not bool(torch.isfinite(t).all()):
                 bad = int((~torch.isfinite(t)).sum())
                 raise ValueError(f"MCDropout: {name} holds {bad} NaN or infinite values (of {t.numel()})")
         if self.guide.prototype_trace is None:  # set up with the data's structure (targets as observed)
-            self.guide(x[:2], y[:2] if y is not None else self._targets_like(x[:2]))
-            self.row = (list(x.shape[1:]), str(x.dtype).removeprefix("torch."))
+            if isinstance(x, torch.Tensor):
+                x, y = x[:2], None if y is None else y[:2]
+            self.guide(x, y if y is not None else self._targets_like(x))
+            self.inputs = input_spec(inputs, "MCDropout")
 
-    def _row(self) -> tuple[list[int], str]:
-        """One input row's shape and dtype, as the first batch had them."""
-        if self.row is None:
-            raise ValueError("MCDropout: nothing has run yet, so the input's shape is not known")
-        return self.row
+    def _example(self) -> Any:
+        """Inputs of zeros shaped as the first batch's (two rows per example)."""
+        if self.inputs is None:
+            raise ValueError("MCDropout: nothing has run yet, so the inputs' shapes are not known")
+        return example_inputs(self.inputs, self.device)
 
-    def _example(self) -> torch.Tensor:
-        """Two input rows of zeros shaped as the first batch's (token ids of zeros are ids too)."""
-        shape, dtype = self._row()
-        return torch.zeros((2, *shape), dtype=getattr(torch, dtype), device=self.device)
+    def _state(self, where: str) -> dict[str, Any]:
+        """What :meth:`save` keeps (the task may be a callable here: only a file cannot hold it)."""
+        check_options(self.options, where)
+        names = param_names(self.model, self.guide, self._example())
+        noise = [None, None] if self.noise is None else [self.noise.tau, self.noise.source]
+        return {
+            "format": FORMAT,
+            "task": self.task,
+            "num_samples": self.num_samples,
+            "options": self.options,
+            "inputs": self.inputs,
+            "shared": sorted(self.model.shared),
+            "noise": noise,
+            "params": saved_params(names, self.name),
+        }
 
     def save(self, path: str | os.PathLike) -> Path:
         """Keep the fitted front door in ``path`` (tensors and plain values only; atomic): the guide's
@@ -233,20 +274,7 @@ class MCDropout:
             raise ValueError(
                 "MCDropout.save: the task is a callable, which no file can hold: give a task name"
             )
-        check_options(self.options, "MCDropout.save")
-        names = param_names(self.model, self.guide, self._example())
-        shape, dtype = self._row()
-        noise = [None, None] if self.noise is None else [self.noise.tau, self.noise.source]
-        state = {
-            "format": FORMAT,
-            "task": self.task,
-            "num_samples": self.num_samples,
-            "options": self.options,
-            "row": {"shape": shape, "dtype": dtype},
-            "noise": noise,
-            "params": saved_params(names, self.name),
-        }
-        return write_state(path, state)
+        return write_state(path, self._state("MCDropout.save"))
 
     @classmethod
     def load(
@@ -259,16 +287,42 @@ class MCDropout:
             raise ValueError(
                 f"MCDropout.load: {path}: the task {state['task']!r} is not one of {', '.join(_TASKS)}"
             )
-        front = cls(net, state["task"], num_samples=state["num_samples"], device=device, **state["options"])
-        front.row = (state["row"]["shape"], state["row"]["dtype"])
+        return cls._from_state(state, net, device, path)
+
+    @classmethod
+    def _from_state(cls, state: dict[str, Any], net: torch.nn.Module, device: Any, where: Any) -> MCDropout:
+        settings = {"num_samples": state["num_samples"], "device": device, "shared": state["shared"]}
+        front = cls(net, state["task"], **settings, **state["options"])
+        front.inputs = state["inputs"]
         x = front._example()
         front._ready(x)
-        restore_params(state["params"], param_names(front.model, front.guide, x), front.name, path)
+        restore_params(state["params"], param_names(front.model, front.guide, x), front.name, where)
         tau, source = state["noise"] + [None] * (2 - len(state["noise"]))
         if front.noise is not None and isinstance(tau, float | int) and isinstance(source, str):
             front.model.tau = float(tau)
             front.noise = NoiseLevel(float(tau), source)
         return front
+
+    def to(self, device: str | torch.device) -> MCDropout:
+        """Move everything to ``device`` (the converted copy, the guide's parameters; the inputs go
+        there at each call) and return ``self``. Before the first call the copy just moves; after,
+        the front door is built again there from its state (as :meth:`load` would), the same draws
+        under the same seed. The network given at the start stays where it is."""
+        device = torch.device(device)
+        if self.guide.prototype_trace is None:
+            self.model.to(device)
+            self.device = device
+            return self
+        if self.model.source_net is None:
+            raise ValueError(
+                "MCDropout.to: a front door made with masks='shared' keeps no copy of the network to build "
+                "again: make it with device= (or move it before its first call)"
+            )
+        moved = type(self)._from_state(
+            self._state("MCDropout.to"), self.model.source_net, device, "MCDropout.to"
+        )
+        self.__dict__.update(moved.__dict__)  # this object is the moved one; the old guide is collected
+        return self
 
     def to_module(self) -> torch.nn.Module:
         """The network with its refined weights, a plain ``nn.Module`` (a copy, in eval mode): each
@@ -298,6 +352,14 @@ class MCDropout:
         same whatever the batch size). ``progress``: a bar of the steps (default: on in a terminal,
         off where ``CI`` is set or the output is not a terminal)."""
         _check_fit(epochs, lr)
+        if self.model.own_dropout_only:
+            net = type(self.model.source_net).__name__
+            raise ValueError(
+                f"MCDropout.fit: {net} has no layer the library can make Bayesian (nn.Linear, "
+                "nn.Conv1d/2d/3d, nn.LSTM or nn.GRU: a graph convolution's own linear map is none of "
+                "these), so there is nothing to refine; its own MC dropout predicts as it is (predict, "
+                "evaluate, ood)"
+            )
         n = _data_size(loader) if num_data is None else num_data
         if not is_positive_int(n):
             raise ValueError(
@@ -322,9 +384,10 @@ class MCDropout:
                 if learning and self.model.tau_param is None:
                     epoch_start = self._learn_tau(tau, y, lr)
                 self._ready(x, y)
+                rows = self.model.inputs(x).rows
                 svi = svi or SVI(self.model, self.guide, optim, loss or DropoutELBO())
-                total += svi.step(x, y, num_data=n) * len(x) / n
-                seen += len(x)
+                total += svi.step(x, y, num_data=n) * rows / n
+                seen += rows
                 bar.update()
             history.append(total / seen)
             bar.set_postfix(loss=f"{history[-1]:.4g}", refresh=False)
@@ -431,15 +494,22 @@ class MCDropout:
         }
 
     def dropout_rates(self) -> dict[str, dict[str, float]]:
-        """What drops in the MC draws: ``"network"``, every dropout module of the network with its
-        rate (each acts in the draws as in the network's own MC dropout, attention dropout and a
-        channel dropout before a flatten included; a functional ``F.dropout`` call has no module
-        to name); ``"weights"``, the rate whose KL each weight's site gets in :meth:`fit` (0 where
-        no dropout sits right before its layer)."""
+        """What drops in the MC draws: ``"network"``, every dropout of the network with its rate (each
+        acts in the draws as in the network's own MC dropout): its dropout modules, the dropout
+        inside a module (an attention's, a recurrent layer's between its layers, a graph attention's:
+        a module's ``dropout`` rate, named ``"name (inside)"``) and the ``F.dropout`` calls of its
+        forward (``"forward: dropout_1"``, where torch.fx could trace it); ``"weights"``, the rate
+        whose KL each weight's site gets in :meth:`fit` (0 where no dropout sits right before its
+        layer)."""
         net = self.model.source_net if self.model.source_net is not None else self.model.net
         modules: tuple[type, ...] = (torch.nn.Dropout, torch.nn.Dropout1d, torch.nn.Dropout2d)
         modules += (torch.nn.Dropout3d, torch.nn.AlphaDropout, torch.nn.FeatureAlphaDropout)
         network = {name: float(cast(Any, m).p) for name, m in net.named_modules() if isinstance(m, modules)}
+        for name, module in net.named_modules():
+            inside = getattr(module, "dropout", None)  # nn.MultiheadAttention, nn.LSTM, GATConv ...
+            if isinstance(inside, int | float) and not isinstance(inside, bool) and inside > 0:
+                network[f"{name or type(module).__name__} (inside)"] = float(inside)
+        network.update(self.model.functional_dropouts)
         weights = (
             {k: float(v) for k, v in self.guide.dropout_rates().items()}
             if self.guide.prototype_trace is not None

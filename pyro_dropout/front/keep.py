@@ -4,7 +4,8 @@ the network with its refined weights as a plain ``nn.Module`` to deploy.
 
 The file holds what cannot be rebuilt from the network: the guide's parameters (unconstrained, as
 Pyro's param store keeps them), the settings ``MCDropout`` was made with, the noise level and where
-it came from, and the shape and dtype of one input row (the guide's structure is set up from it)."""
+it came from, and the shapes and dtypes of the inputs (one row of each per-example input, the whole
+of a shared one: the guide's structure is set up from them)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from ..runtime import write_atomically
 __all__ = [
     "FORMAT",
     "check_options",
+    "example_inputs",
+    "input_spec",
     "param_names",
     "read_state",
     "refined_module",
@@ -29,7 +32,8 @@ __all__ = [
     "write_state",
 ]
 
-FORMAT = "pyro_dropout.MCDropout/1"
+FORMAT = "pyro_dropout.MCDropout/2"
+_FORMATS = ("pyro_dropout.MCDropout/1", FORMAT)  # /1: one input tensor, its row as "row"
 _PREFIX = "{front}"  # the instance's name in Pyro's store, replaced by the loading instance's
 _PLAIN = (str, int, float, bool, type(None))
 
@@ -45,7 +49,68 @@ def check_options(options: dict[str, Any], where: str) -> None:
             )
 
 
-def param_names(model: Any, guide: Any, example: torch.Tensor) -> list[str]:
+def input_spec(inputs: Any, where: str) -> dict[str, Any]:
+    """What the file keeps of a batch's :class:`~pyro_dropout.nn.converted.inputs.Inputs`: how they
+    are given (one tensor, a tuple, a dict) and, for each, its name, whether it is per example, and
+    its shape (a row's, per example) and dtype, or its plain value."""
+    kind = "tensor" if isinstance(inputs.given, torch.Tensor) else type(inputs.given).__name__
+    leaves = []
+    for name, value, batched in zip(inputs.names, inputs.values, inputs.batched, strict=True):
+        if isinstance(value, torch.Tensor):
+            shape = list(value.shape[1:] if batched else value.shape)
+            dtype = str(value.dtype).removeprefix("torch.")
+            leaves.append({"name": name, "batched": batched, "shape": shape, "dtype": dtype})
+        elif isinstance(value, _PLAIN):
+            leaves.append({"name": name, "batched": False, "value": value})
+        else:
+            raise ValueError(
+                f"{where}: the input {name!r} is a {type(value).__name__}, which no file can hold: give "
+                "the network's inputs as tensors and plain values"
+            )
+    return {"kind": kind, "leaves": leaves}
+
+
+def example_inputs(spec: dict[str, Any], device: torch.device | None) -> Any:
+    """Inputs shaped as ``spec`` says, of zeros (two rows per example; token ids of zeros are ids
+    too, and an index of zeros points at the first row)."""
+    values = []
+    for leaf in spec["leaves"]:
+        if "value" in leaf:
+            values.append(leaf["value"])
+            continue
+        shape = [2, *leaf["shape"]] if leaf["batched"] else leaf["shape"]
+        values.append(torch.zeros(shape, dtype=getattr(torch, leaf["dtype"]), device=device))
+    if spec["kind"] == "tensor":
+        return values[0]
+    if spec["kind"] == "dict":
+        return {leaf["name"]: v for leaf, v in zip(spec["leaves"], values, strict=True)}
+    return tuple(values)
+
+
+def _check_spec(spec: Any, path: Any) -> dict[str, Any]:
+    if not isinstance(spec, dict) or spec.get("kind") not in ("tensor", "tuple", "dict"):
+        raise _bad(path, "the inputs' description is not one of a tensor, a tuple or a dict")
+    leaves = spec.get("leaves")
+    if not isinstance(leaves, list) or not leaves or (spec["kind"] == "tensor" and len(leaves) != 1):
+        raise _bad(path, "the inputs' description holds no input, or several for one tensor")
+    for leaf in leaves:
+        if not isinstance(leaf, dict) or not isinstance(leaf.get("name"), str):
+            raise _bad(path, "an input is described without its name")
+        if "value" in leaf:
+            if not isinstance(leaf["value"], _PLAIN):
+                raise _bad(path, f"the input {leaf['name']!r} holds a value that is not plain")
+            continue
+        shape, batched = leaf.get("shape"), leaf.get("batched")
+        if not isinstance(batched, bool) or not isinstance(shape, list):
+            raise _bad(path, f"the input {leaf['name']!r} has no shape or no per-example flag")
+        if not all(isinstance(d, int) and not isinstance(d, bool) and 0 < d <= 2**31 for d in shape):
+            raise _bad(path, f"the input {leaf['name']!r}'s shape is not a list of positive ints")
+        if not isinstance(getattr(torch, str(leaf.get("dtype")), None), torch.dtype):
+            raise _bad(path, f"the input {leaf['name']!r}'s dtype {leaf.get('dtype')!r} is not a torch dtype")
+    return spec
+
+
+def param_names(model: Any, guide: Any, example: Any) -> list[str]:
     """The names of the parameters that ``guide`` and ``model`` read at ``example``."""
     with torch.no_grad(), pyro.poutine.trace(param_only=True) as capture:
         trace = pyro.poutine.trace(guide).get_trace(example)
@@ -75,9 +140,12 @@ def read_state(path: str | os.PathLike) -> dict[str, Any]:
         raise _bad(
             path, f"not a file written by MCDropout.save ({type(error).__name__}: {str(error)[:200]})"
         ) from None
-    if not isinstance(state, dict) or state.get("format") != FORMAT:
+    if not isinstance(state, dict) or state.get("format") not in _FORMATS:
         raise _bad(path, f"not a file written by MCDropout.save (its format is not {FORMAT!r})")
-    fields = {"task": str, "num_samples": int, "options": dict, "params": dict, "row": dict, "noise": list}
+    if state["format"] == _FORMATS[0] and isinstance(state.get("row"), dict):  # one tensor's row
+        row = state.pop("row")
+        state["inputs"] = {"kind": "tensor", "leaves": [{"name": "x", "batched": True, **row}]}
+    fields = {"task": str, "num_samples": int, "options": dict, "params": dict, "inputs": dict, "noise": list}
     for key, kind in fields.items():
         if not isinstance(state.get(key), kind):
             raise _bad(path, f"the field {key!r} is missing or not a {kind.__name__}")
@@ -86,11 +154,10 @@ def read_state(path: str | os.PathLike) -> dict[str, Any]:
             raise _bad(path, f"the parameter {name!r} is not a named tensor")
         if value.is_floating_point() and not bool(torch.isfinite(value).all()):
             raise _bad(path, f"the parameter {name!r} holds NaN or infinite values")
-    row = state["row"]
-    if not isinstance(row.get("shape"), list) or not all(isinstance(d, int) and d > 0 for d in row["shape"]):
-        raise _bad(path, "the input row's shape is not a list of positive ints")
-    if not isinstance(getattr(torch, str(row.get("dtype")), None), torch.dtype):
-        raise _bad(path, f"the input row's dtype {row.get('dtype')!r} is not a torch dtype")
+    _check_spec(state["inputs"], path)
+    state.setdefault("shared", [])
+    if not isinstance(state["shared"], list) or not all(isinstance(n, str) for n in state["shared"]):
+        raise _bad(path, "the field 'shared' is not a list of input names")
     check_options(state["options"], f"MCDropout.load: {path}")
     return state
 

@@ -159,6 +159,8 @@ class DropoutGuide(DropoutSummaries, AutoGuide):
         self.broadcast_layers = broadcast_pyro_layers(model)
         self.init_loc_fn = init_loc_fn
         self._roles: dict[str, _Role] = {}
+        # a converted network with no layer made Bayesian: its own MC dropout, no site to fit
+        self.empty_allowed = bool(getattr(model, "own_dropout_only", False))
         super().__init__(InitMessenger(init_loc_fn)(model), create_plates=create_plates)
         self._pyro_name = name  # the prefix of its parameters in Pyro's param store
         self.lineage = uuid.uuid4().hex  # kept by its copies: they may run on its names (ownership.py)
@@ -227,7 +229,7 @@ class DropoutGuide(DropoutSummaries, AutoGuide):
             self._roles[name] = role = _replace(role, get=attrgetter(name))
             if role.prior is None:  # a network's own dropout mask has nothing to fit
                 inits[name] = _full_size(site["value"].detach(), role)
-        if not self._roles:
+        if not self._roles and not self.empty_allowed:
             raise ValueError("DropoutGuide: the model has no latent sample sites, so there is nothing to fit")
         # names another live guide holds are freed first: this guide starts from its own values
         make_room(self, self._pyro_name, {f"locs.{n}": tuple(v.shape) for n, v in inits.items()})

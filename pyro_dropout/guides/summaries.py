@@ -122,6 +122,8 @@ class DropoutSummaries:
             else:
                 what = "a point estimate (MAP)"
             lines.append(f"  {name} {shape}: {what}")
+        if not self._roles:
+            lines.append("  no latent site: no layer was made Bayesian; the network's own dropout draws")
         return "\n".join(lines)
 
     def site_families(self) -> dict[str, type]:

@@ -41,6 +41,7 @@ from .regression import (
 )
 from .reports import (
     ClassificationReport,
+    LikelihoodReport,
     RegressionReport,
     classification_report,
     ood_detection,
@@ -55,6 +56,7 @@ __all__ = [
     "ClassificationReport",
     "GaussianMixtureScores",
     "InBetween",
+    "LikelihoodReport",
     "LogMeanExp",
     "RegressionReport",
     "ReliabilityDiagram",

@@ -24,7 +24,7 @@ from ..prediction.predictive import predict_chunks, predict_standard
 from .classification import brier_score, reliability_diagram
 from .ranking import auroc
 from .regression import miscalibration_area_from_pit
-from .reports import LEVELS, ClassificationReport, RegressionReport, site_of
+from .reports import LEVELS, ClassificationReport, LikelihoodReport, RegressionReport, site_of
 from .streaming import CategoricalScores, GaussianMixtureScores, LogMeanExp
 
 __all__ = ["evaluate"]
@@ -64,6 +64,35 @@ class _Regression:
             crps_points=s.crps().to(self.y.dtype),
             pit=u,
         )
+
+
+class _Likelihood:
+    """A site with neither class probabilities nor a mean and a variance: its log-likelihood, and the
+    MC predictive mean where the distribution has a mean."""
+
+    def __init__(self, pred: Predictions, name: str) -> None:
+        if name not in pred.observed or name not in pred.log_likelihood:
+            raise ValueError(f"site '{name}' has no observations: pass the targets to evaluate()")
+        self.y, self.log_lik = pred.observed[name], LogMeanExp()
+        self.total: torch.Tensor | None = None
+        self.count = 0
+
+    def update(self, pred: Predictions, name: str) -> None:
+        self.log_lik.update(pred.log_likelihood[name])
+        draws = pred.log_likelihood[name].shape[0]
+        self.count += draws
+        if name in pred.means:
+            part = pred.means[name].double().sum(0)
+            self.total = part if self.total is None else self.total + part
+
+    def report(self, standard: Predictions | None, name: str) -> LikelihoodReport:
+        log_lik = self.log_lik.value()
+        mean = None if self.total is None else (self.total / self.count).to(torch.get_default_dtype())
+        fits = mean is not None and mean.shape == self.y.shape
+        rmse = (
+            float((mean - self.y.to(mean.dtype)).pow(2).mean().sqrt()) if fits and mean is not None else None
+        )
+        return LikelihoodReport(float(log_lik.mean()), self.count, rmse, log_lik, mean)
 
 
 class _Classification:
@@ -155,7 +184,7 @@ def evaluate(
     if not is_positive_int(crps_pairs):
         raise ValueError(f"evaluate: crps_pairs must be a positive int, got {crps_pairs!r}")
     rolls = max(1, math.ceil(crps_pairs / num_samples))
-    scores: _Regression | _Classification | None = None
+    scores: _Regression | _Classification | _Likelihood | None = None
     name = ""
     draws: dict[str, Any] = {"num_samples": num_samples, "chunk_size": chunk, "return_sites": ()}
     draws["parallel"] = parallel
@@ -163,7 +192,7 @@ def evaluate(
     for pred in chunks:
         if scores is None:
             name = site_of(pred, site)
-            scores = _Classification(pred, name) if name in pred.probs else _Regression(pred, name, rolls)
+            scores = _scores_of(pred, name, rolls)
         scores.update(pred, name)
     assert scores is not None
     # standard dropout: one pass at the expected weights (unbatched with parallel=False)
@@ -175,9 +204,25 @@ def evaluate(
     return _finite(scores.report(standard, name), args, kwargs)
 
 
+def _scores_of(pred: Predictions, name: str, rolls: int) -> _Regression | _Classification | _Likelihood:
+    """The scores that fit the site's distribution: its class probabilities, its mean and variance,
+    or (neither: a user's distribution) its log-likelihood."""
+    if name in pred.probs:
+        return _Classification(pred, name)
+    if name in pred.means and name in pred.variances:
+        return _Regression(pred, name, rolls)
+    return _Likelihood(pred, name)
+
+
 def _finite(report: Any, args: tuple, kwargs: dict) -> Any:
     """The report, if its headline scores are finite; else an error saying why they are not."""
-    headline = ("rmse", "test_ll") if isinstance(report, RegressionReport) else ("accuracy", "nll")
+    headline = (
+        ("rmse", "test_ll")
+        if isinstance(report, RegressionReport)
+        else ("test_ll",)
+        if isinstance(report, LikelihoodReport)
+        else ("accuracy", "nll")
+    )
     values = {k: getattr(report, k) for k in headline}
     if all(math.isfinite(v) for v in values.values()):
         return report

@@ -18,7 +18,7 @@ import torch
 from .classification import brier_score, reliability_diagram
 from .ranking import auroc
 from .regression import miscalibration_area_from_pit
-from .reports import LEVELS, ClassificationReport, RegressionReport
+from .reports import LEVELS, ClassificationReport, LikelihoodReport, RegressionReport
 
 __all__ = ["merge_reports"]
 
@@ -82,10 +82,21 @@ def _classification(reports: Sequence[ClassificationReport], targets: torch.Tens
     )
 
 
+def _likelihood(reports: Sequence[LikelihoodReport], targets: torch.Tensor) -> LikelihoodReport:
+    log_lik = torch.cat([r.log_likelihood for r in reports])
+    means = [r.mean for r in reports]
+    mean = torch.cat([m for m in means if m is not None]) if all(m is not None for m in means) else None
+    fits = mean is not None and mean.shape == targets.shape
+    rmse = float((mean - targets.to(mean.dtype)).pow(2).mean().sqrt()) if fits and mean is not None else None
+    return LikelihoodReport(float(log_lik.mean()), reports[0].num_samples, rmse, log_lik, mean)
+
+
 def merge_reports(reports: Sequence[Any], targets: torch.Tensor) -> Any:
     """The report of all the points of ``reports`` (in order), whose targets are ``targets``."""
     if not reports:
         raise ValueError("merge_reports: no reports to merge")
     if isinstance(reports[0], RegressionReport):
         return _regression(reports, targets)
+    if isinstance(reports[0], LikelihoodReport):
+        return _likelihood(reports, targets)
     return _classification(reports, targets)

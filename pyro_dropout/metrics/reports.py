@@ -22,6 +22,7 @@ from .regression import coverage, crps, miscalibration_area, pit, rmse
 
 __all__ = [
     "ClassificationReport",
+    "LikelihoodReport",
     "RegressionReport",
     "classification_report",
     "ood_detection",
@@ -86,6 +87,26 @@ class RegressionReport:
         }
         out.update({f"coverage_{round(100 * k)}": v for k, v in self.coverage.items()})
         return out
+
+    def __str__(self) -> str:
+        return _table({k: v for k, v in self.as_dict().items() if v is not None})
+
+
+@dataclass
+class LikelihoodReport:
+    """The scores of a predictive whose distribution has neither class probabilities nor a mean and
+    a variance (a user's two-headed distribution, say): its test log-likelihood (each point's
+    log-mean-exp over the draws of ``log p(y | draw)``, averaged), and, where the distribution has
+    a mean, the RMSE of the MC predictive mean (the draws' means averaged) against the targets."""
+
+    test_ll: float
+    num_samples: int
+    rmse: float | None
+    log_likelihood: torch.Tensor = field(repr=False)  # each point's MC predictive log-likelihood
+    mean: torch.Tensor | None = field(default=None, repr=False)  # the MC predictive mean, if any
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"test_ll": self.test_ll, "rmse": self.rmse, "num_samples": self.num_samples}
 
     def __str__(self) -> str:
         return _table({k: v for k, v in self.as_dict().items() if v is not None})

@@ -164,11 +164,16 @@ def from_module(
     choices = {"masks": (masks, MASKS), "dropouts": (dropouts, ("weights", "sites"))}
     _check_arguments(net, likelihood, tau, last_layer, keep, choices)
     copy_ = _copy(net)
-    weighted = _weighted(copy_, keep)
+    weighted = _weighted(copy_, keep, masks)
     check_convertible(copy_, set(weighted), masks)
     copy_.train()  # traced as MC dropout runs it: F.dropout(x, training=self.training) drops
     source = _source(copy_) if masks == "own" else None  # never converted: its own forward runs
     gm = _trace(copy_, masks)  # before the parameters are frozen: fx records them as attributes
+    if not weighted and not _has_dropout(copy_, gm):
+        raise ValueError(
+            "from_module: the network has no nn.Linear, nn.Conv1d/2d/3d, nn.LSTM or nn.GRU layer to make "
+            "Bayesian, and no dropout: every MC-dropout draw would be the same function"
+        )
     _freeze(copy_)  # what stays deterministic keeps its trained values, fixed (not Pyro parameters)
     order = _layers_in_order(gm, weighted)
     convertible = set(order[-1:] if last_layer else order)
@@ -182,6 +187,7 @@ def from_module(
         net_, (likelihood, tau, prior_length_scale, own), order, convertible, placement, placed, source
     )
     model.masks, model.untraced, model.mask_sites = masks, gm is None, model.mask_sites + mask_sites
+    model.functional_dropouts = _functional_dropouts(gm)
     keep_parameters_visible(net_)
     _check_output(model, _output_layer(gm), likelihood)
     return model
@@ -222,21 +228,36 @@ def _has_dropout(net: nn.Module, gm: fx.GraphModule | None) -> bool:
     return any((dropout_of(gm, node) or (0.0, False))[0] > 0 for node in gm.graph.nodes)
 
 
+def _functional_dropouts(gm: fx.GraphModule | None) -> dict[str, float]:
+    """The dropout calls of the traced forward that no module makes (``F.dropout(h, 0.5)``), by
+    the node's name in the trace, with their rates."""
+    found: dict[str, float] = {}
+    if gm is None:
+        return found
+    for node in gm.graph.nodes:
+        rate = dropout_of(gm, node) if node.op == "call_function" else None
+        if rate is not None and rate[0] > 0:
+            found[f"forward: {node.name}"] = rate[0]
+    return found
+
+
 def _copy(net: nn.Module) -> nn.Module:
     """A copy to convert; a network that is one layer, in a container (its sites "net.0.weight")."""
     copy_ = copy.deepcopy(net)
     return nn.Sequential(copy_) if isinstance(copy_, WEIGHTED) else copy_
 
 
-def _weighted(net: nn.Module, keep: Sequence[str]) -> list[str]:
-    """The weight layers to make Bayesian: all but those kept (and those inside attention)."""
+def _weighted(net: nn.Module, keep: Sequence[str], masks: str) -> list[str]:
+    """The weight layers to make Bayesian: all but those kept (and those inside attention). With
+    ``masks="own"`` there may be none (a network of layers of its own kind, a graph network's): its
+    own MC dropout needs no Bayesian layer, and nothing is refined."""
     names = {name for name, _ in net.named_modules()}
     unknown = sorted(set(keep) - names)
     if unknown:
         raise ValueError(f"from_module: keep names modules the network does not have: {unknown}")
-    kept = kept_inside(net) | {n for n in names for k in keep if n == k or n.startswith(k + ".")}
+    kept = kept_inside(net, masks) | {n for n in names for k in keep if n == k or n.startswith(k + ".")}
     weighted = [n for n, m in net.named_modules() if isinstance(m, WEIGHTED) and n not in kept]
-    if not weighted:
+    if not weighted and masks != "own":
         raise ValueError(
             "from_module: the network has no nn.Linear, nn.Conv1d/2d/3d, "
             "nn.LSTM or nn.GRU layer to make Bayesian"

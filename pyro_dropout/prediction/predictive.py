@@ -253,4 +253,6 @@ def predict_standard(
     medians = guide.median()
     samples = {k: v.unsqueeze(0) for k, v in medians.items()}
     with dropout_off():  # a converted network's own dropout off too: net.eval()(x)
+        if not samples:  # a guide of no site (a network's own dropout only): its one pass
+            return predict(model, guide, *args, num_samples=1, parallel=parallel, **kwargs)
         return _from_samples(model, samples, args, kwargs, None, None, parallel, guide)

@@ -130,9 +130,9 @@ def test_a_data_loader_streams_and_its_batches_are_read_as_they_come():
     assert bnn.evaluate(loader).probs.shape == (10, 2)
     assert set(bnn.ood(loader, (t for t in torch.randn(2, 5, 3)))) >= {"predictive_entropy"}
     assert bnn.predict(iter([x[:4], x[4:]])).probs["obs"].shape == (20, 10, 2)  # x-only batches
-    with pytest.raises(TypeError, match=r"a batch is a dict \(keys \['x', 'y'\]\); give \(x, y\) batches"):
-        bnn.predict([{"x": x, "y": y}])
-    with pytest.raises(ValueError, match="a batch holds 3 tensors; give"):
+    with pytest.raises(ValueError, match=r"the inputs \['x', 'y'\] are not arguments of Sequential.forward"):
+        bnn.predict([{"x": x, "y": y}])  # a dict batch's inputs are keyword inputs; its targets 'labels'
+    with pytest.raises(ValueError, match=r"a batch holds 3 items; give \(x, y\) batches.*\(\(x1, x2"):
         bnn.evaluate([(x, y, y)])
     with pytest.raises(ValueError, match="the data loader gave no batch"):
         bnn.predict(iter([]))

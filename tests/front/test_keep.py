@@ -103,3 +103,20 @@ def test_damaged_or_crafted_files_are_refused_by_name_and_run_nothing(tmp_path):
     with pytest.raises(ValueError, match="symbolic link"):
         bnn.save(tmp_path / "link.pt")
     assert not (tmp_path / "elsewhere.pt").exists()
+
+
+def test_to_moves_a_fitted_front_door_and_keeps_its_draws(tmp_path):
+    """``.to(device)`` after a fit builds the front door again there from its state: the same
+    means, the same draws under a seed, the same object (here to the CPU it is on: the GPU's
+    case is tests/test_cuda.py's)."""
+    net, bnn, x = _fitted(tmp_path)
+    torch.manual_seed(5)
+    before = bnn.probs(x)
+    means = bnn.guide.median()
+    assert bnn.to("cpu") is bnn and bnn.device == torch.device("cpu")
+    torch.manual_seed(5)
+    assert torch.equal(bnn.probs(x), before)
+    assert all(torch.equal(v, means[k]) for k, v in bnn.guide.median().items())
+    bnn.fit([(x, torch.zeros(64, dtype=torch.long))], epochs=1)  # it trains on from there
+    fresh = MCDropout(net, "classification").to("cpu")  # before its first call: the copy moves
+    assert fresh.device == torch.device("cpu") and fresh.predict(x).probs["obs"].shape[1:] == (64, 2)

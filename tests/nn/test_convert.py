@@ -98,8 +98,12 @@ def test_a_regression_network_and_bad_arguments():
         from_module(net, likelihood="poisson")
     with pytest.raises(ValueError, match="tau must be a positive finite number"):
         from_module(net, tau=0)
-    with pytest.raises(ValueError, match=r"no nn\.Linear, nn\.Conv1d/2d/3d, nn\.LSTM or nn\.GRU layer"):
+    with pytest.raises(
+        ValueError, match=r"no nn\.Linear, nn\.Conv1d/2d/3d, nn\.LSTM or nn\.GRU layer.*no dropout"
+    ):
         from_module(nn.Sequential(nn.ReLU()))
+    with pytest.raises(ValueError, match=r"no nn\.Linear, nn\.Conv1d/2d/3d, nn\.LSTM or nn\.GRU layer"):
+        from_module(nn.Sequential(nn.ReLU(), nn.Dropout(0.5)), masks="shared")  # its own masks only
 
 
 def _conv_block():

@@ -70,32 +70,28 @@ class _TwoInputs(nn.Module):
         return self.out(self.drop(torch.relu(torch.cat([self.a(x1), self.b(x2)], -1))))
 
 
-class _OneInput(nn.Module):
-    """The wrapper the error suggests: one tensor in, split inside."""
-
-    def __init__(self, net):
-        super().__init__()
-        self.net = net
-
-    def forward(self, x):
-        return self.net(x[:, :3], x[:, 3:])
-
-
-def test_a_network_of_several_inputs_is_named_and_its_wrapper_converts():
-    """Before: a tuple of inputs was printed whole in a "must be a tensor" error (from_module) or
-    read as a loader's batches (MCDropout: "a batch must be a tensor pair, got Tensor")."""
+def test_a_network_of_several_inputs_takes_them_as_its_forward_does():
+    """Before: a tuple of inputs was refused ("convert a wrapper module whose forward takes one
+    tensor"). Now a tuple is the forward's positional inputs and a dict its keyword inputs; the
+    expected weights give the network in eval mode either way, and a list is refused by name."""
     from pyro_dropout import MCDropout
 
     net = _TwoInputs().eval()
     x1, x2, y = torch.randn(6, 3), torch.randn(6, 2), torch.randint(0, 2, (6,))
     model = from_module(net, likelihood="categorical")
-    with pytest.raises(TypeError, match=r"x is a tuple of 2 tensors.*wrapper module whose forward takes one"):
-        predict(model, DropoutGuide(model), (x1, x2), num_samples=2)
-    with pytest.raises(TypeError, match=r"MCDropout.predict: x is a tuple of 2 tensors.*wrapper module"):
-        MCDropout(net, "classification").predict((x1, x2))
-    wrapped = from_module(_OneInput(net).eval(), likelihood="categorical")
-    guide = DropoutGuide(wrapped)
-    guide(torch.cat([x1, x2], -1), y)
-    assert guide.dropout_rates()["net.net.out.weight"] == pytest.approx(0.1)
-    probs = predict_standard(wrapped, guide, torch.cat([x1, x2], -1)).probs["obs"][0]
-    assert torch.allclose(probs, net(x1, x2).softmax(-1), atol=1e-6)
+    guide = DropoutGuide(model)
+    guide((x1, x2), y)
+    assert guide.dropout_rates()["net.out.weight"] == pytest.approx(0.1)
+    for given in ((x1, x2), {"x1": x1, "x2": x2}, {"x2": x2, "x1": x1}):
+        probs = predict_standard(model, guide, given).probs["obs"][0]
+        assert torch.allclose(probs, net(x1, x2).softmax(-1), atol=1e-6)
+    with pytest.raises(
+        TypeError, match=r"x is a list of 2 tensors; give a network of several inputs a tuple"
+    ):
+        predict(model, guide, [x1, x2], num_samples=2)
+    with pytest.raises(TypeError, match=r"MCDropout.predict: x is a list of 2 tensors"):
+        MCDropout(net, "classification").predict([x1, x2])
+    with pytest.raises(ValueError, match=r"the inputs \['x3'\] are not arguments of _TwoInputs.forward"):
+        MCDropout(net, "classification").predict({"x1": x1, "x3": x2})
+    draws = MCDropout(net, "classification", num_samples=5).predict((x1, x2)).probs["obs"]
+    assert draws.shape == (5, 6, 2)

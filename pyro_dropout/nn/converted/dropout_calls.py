@@ -15,7 +15,7 @@ from torch.overrides import TorchFunctionMode
 
 from ...distributions import bernoulli_keep
 
-__all__ = ["FastDropout", "NoDropout", "RefuseDropout", "drop_rate"]
+__all__ = ["DropoutInputs", "FastDropout", "NoDropout", "RefuseDropout", "drop_rate"]
 
 _DROPOUT_FUNCTIONS = {
     F.dropout,
@@ -41,6 +41,29 @@ def drop_rate(func: Any, args: tuple, kwargs: dict) -> float:
     p = kwargs.get("p", args[1] if len(args) > 1 else 0.5)
     training = kwargs.get("training", kwargs.get("train", args[2] if len(args) > 2 else True))
     return float(p) if isinstance(p, int | float) and training is not False else 0.0
+
+
+class DropoutInputs(TorchFunctionMode):
+    """Within the mode, the shape of the input of every dropout call (whatever its rate, ``training``
+    flag included: the network may be in eval mode), in order: a call whose input is the same for
+    batches of different sizes draws one mask for all the rows of a pass."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shapes: list[tuple[int, ...]] = []
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        if func in _DROPOUT_FUNCTIONS or func is F.scaled_dot_product_attention:
+            x = kwargs.get("input", kwargs.get("query", args[0] if args else None))
+            if isinstance(x, torch.Tensor):
+                self.shapes.append(tuple(x.shape))
+        return func(*args, **kwargs)
+
+    def unchanged(self, other: DropoutInputs) -> tuple[int, ...] | None:
+        """The first input shape that is the same here as in ``other`` (a pass of other rows), or
+        ``None`` (every dropout's input grows with the rows)."""
+        return next((a for a, b in zip(self.shapes, other.shapes, strict=False) if a == b), None)
 
 
 class NoDropout(TorchFunctionMode):

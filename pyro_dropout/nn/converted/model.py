@@ -29,24 +29,25 @@ from ..layers import BayesianLayer, minibatch_scale
 from ..masking import per_example_active
 from .dropout_calls import RefuseDropout
 from .fold import Fold, FoldError, folding
+from .inputs import Inputs, forward_names
 from .likelihoods import check_targets, observe
 from .loop import Draw, current_rows, one_draw
 from .own import CHECK_ROWS, evaluating, network_output, own_pass
 from .source import SourceForward
 
-__all__ = ["ConvertedModel", "refuse_several_inputs"]
+__all__ = ["ConvertedModel"]
 
 
-def refuse_several_inputs(x: Any, where: str, wanted: str) -> None:
-    """A clear error where ``x`` is a tuple or list of tensors (the inputs of a network whose forward
-    takes several): ``where`` refuses it, ``wanted`` says what it takes, and the error what to do."""
-    if isinstance(x, tuple | list) and x and all(isinstance(t, torch.Tensor) for t in x):
-        raise TypeError(
-            f"{where}: x is a {type(x).__name__} of {len(x)} tensors; {wanted}. For a network of several "
-            "inputs, convert a wrapper module whose forward takes one tensor and splits it (torch.cat of "
-            "the inputs' features in, slices inside), so that the draws can be folded into its one batch "
-            "dimension"
-        )
+def _plate_draws() -> torch.Size:
+    """The draw dims of the plates around the model (its data plate at dim -1 is not yet entered):
+    a plate of ``S`` at dim -2 is ``(S,)``."""
+    frames = [(f.dim, f.size) for f in pyro.poutine.runtime.get_plates() if f.dim is not None and f.dim <= -2]
+    if not frames:
+        return torch.Size()
+    shape = [1] * (-min(dim for dim, _ in frames) - 1)
+    for dim, size in frames:
+        shape[len(shape) + dim + 1] = size
+    return torch.Size(shape)
 
 
 _SHARED_ROUTES = {
@@ -60,7 +61,10 @@ _SHARED_ROUTES = {
 class ConvertedModel(PyroModule):
     """The model :func:`~pyro_dropout.nn.from_module` returns: ``forward(x, y=None, num_data=None)``
     runs the converted network and observes ``y`` in a plate ``"data"`` (scaled by
-    ``num_data / len(x)`` for minibatches). ``rates``: the drop probability each weight site
+    ``num_data / N`` for minibatches). ``x`` is what the network's forward takes: one tensor
+    ``[N, ...]``, a tuple of positional inputs or a dict of keyword inputs
+    (:mod:`~pyro_dropout.nn.converted.inputs`; ``shared``: the names of inputs that are the same
+    for every example, where their shape cannot tell). ``rates``: the drop probability each weight site
     declares; ``mask_sites``: the dropouts kept as mask sites (see
     :mod:`~pyro_dropout.nn.converted.dropout_sites`); ``per_draw``: ``True`` runs the draws one at
     a time always, ``None`` (the default) decides by the self-check."""
@@ -96,26 +100,44 @@ class ConvertedModel(PyroModule):
         self._state = Guard([("the network", partial(getattr, self.source, "source"))])
         self._state_version: tuple[Any, int] = (None, 0)
         self.rates, self.mask_sites = rates, mask_sites
+        # no layer made Bayesian (masks="own"): the network's own MC dropout, nothing to refine
+        self.own_dropout_only = not rates and source is not None
         self.per_draw: bool | None = None
         self.masks = "own"  # how the dropouts draw their masks (from_module's masks=)
         self.untraced = False  # torch.fx could not trace the forward
+        self.functional_dropouts: dict[str, float] = {}  # F.dropout calls of the traced forward: rates
         self.verdicts: dict[tuple, str] = {}  # input signature -> "fold", "eager" or "loop"
         self.row_verdicts: dict[tuple, tuple[bool, int]] = {}  # masks="own": (rows apart, widest per row)
-        self.routes: dict[tuple, str] = {}  # how the draws at an input shape ran last, and why
+        self.row_reasons: dict[tuple, str | None] = {}  # masks="own": why the rows may not share a pass
+        self.routes: dict[tuple, tuple[str, str]] = {}  # inputs -> (their shapes, how their draws ran)
+        self.shared: frozenset[str] = frozenset()  # inputs declared the same for every example
+        self.input_names, self.any_keyword = forward_names(source if source is not None else net)
 
-    def note_route(self, x: torch.Tensor, route: str) -> None:
-        """Keep how the draws at inputs like ``x`` ran (:meth:`explain`)."""
-        key = (tuple(x.shape[1:]), x.dtype)
+    def inputs(self, x: Any) -> Inputs:
+        """``x`` (a tensor, a tuple or a dict of the forward's inputs) as :class:`~.inputs.Inputs`."""
+        if isinstance(x, dict) and not self.any_keyword:
+            unknown = [k for k in x if k not in self.input_names]
+            if unknown:
+                net = type(self.source_net or self.net).__name__
+                raise ValueError(
+                    f"from_module: the inputs {unknown} are not arguments of {net}.forward (its inputs: "
+                    f"{', '.join(self.input_names) or 'none'}); a dict batch's targets are its 'labels'"
+                )
+        return Inputs.of(x, self.shared, self.input_names)
+
+    def note_route(self, inputs: Inputs, route: str) -> None:
+        """Keep how the draws at inputs like these ran (:meth:`explain`)."""
+        key = inputs.key()
         if key not in self.routes and len(self.routes) >= 32:
             self.routes.clear()
-        self.routes[key] = route
+        self.routes[key] = (inputs.describe(), route)
 
     def explain(self) -> str:
         """How the draws ran, by input shape: the network's own forward on all the draws' rows
         together, one pass per draw (and why), or, with ``masks="shared"``, folded into the batch."""
         lines = [f"converted network ({type(self.source_net or self.net).__name__}, masks={self.masks!r}):"]
-        for (shape, dtype), route in self.routes.items():
-            lines.append(f"  inputs [N, {', '.join(map(str, shape))}] ({dtype}): {route}")
+        for shapes, route in self.routes.values():
+            lines.append(f"  inputs {shapes}: {route}")
         return "\n".join(lines if self.routes else [*lines, "  no draws yet"])
 
     def state_key(self) -> int:
@@ -149,29 +171,32 @@ class ConvertedModel(PyroModule):
         return sites
 
     def _draws(self, sites: dict[str, int]) -> torch.Size:
-        """The draw dims ``D`` of the sampled weights (plate slots dropped), broadcast together."""
+        """The draw dims ``D`` of the sampled weights (plate slots dropped), broadcast together; with
+        no weight sampled (no layer made Bayesian), those of the plates the model runs in."""
         cache, batch = self._pyro_context.cache, []
         for name, core in sites.items():
             if name in cache:
                 value = strip_plate_slots(cache[name], core)
                 batch.append(value.shape[: value.dim() - core])
+        if not batch and self.own_dropout_only:
+            return _plate_draws()
         return torch.broadcast_shapes(*batch) if batch else torch.Size()
 
     # --- the passes --------------------------------------------------------------------------
-    def _folded(self, x: torch.Tensor, draws: torch.Size, eager: bool = False) -> torch.Tensor:
+    def _folded(self, x: Inputs, draws: torch.Size, eager: bool = False) -> torch.Tensor:
         """The draws folded into the batch: at the first layer whose weights differ between draws
         (the layers before it run once), or, ``eager``, at the input."""
-        fold = Fold(draws, x.shape[0])
+        fold = Fold(draws, x.rows)
         with folding(fold):
-            out = network_output(self.net(fold.repeat(x) if eager else x))
+            out = network_output((x.repeat(fold.size) if eager else x).call(self.net))
         rows = (fold.rows, fold.size * fold.rows)
         if not isinstance(out, torch.Tensor) or out.dim() == 0 or out.shape[0] not in rows:
             got = f"{type(out).__name__} {tuple(getattr(out, 'shape', ()))}"
             raise FoldError(f"the network returned {got}, not the folded batch")
-        return fold.repeat(out).reshape(*draws, x.shape[0], *out.shape[1:])
+        return fold.repeat(out).reshape(*draws, x.rows, *out.shape[1:])
 
     def _looped(
-        self, x: torch.Tensor, draws: torch.Size, sites: dict[str, int], count: int | None = None
+        self, x: Inputs, draws: torch.Size, sites: dict[str, int], count: int | None = None
     ) -> torch.Tensor:
         if per_example_active() and self.masks == "shared":
             raise ValueError(
@@ -181,26 +206,26 @@ class ConvertedModel(PyroModule):
             )
         outs = []
         for index in range(math.prod(draws) if count is None else count):
-            with one_draw(self._pyro_context.cache, sites, Draw(index, draws)), current_rows(x.shape[0]):
-                outs.append(network_output(self.net(x)))
+            with one_draw(self._pyro_context.cache, sites, Draw(index, draws)), current_rows(x.rows):
+                outs.append(network_output(x.call(self.net)))
         if not all(isinstance(o, torch.Tensor) for o in outs):
             return outs[0]
         out = torch.stack(outs)
         return out if count is not None else out.reshape(*draws, *out.shape[1:])
 
-    def _verdict(self, x: torch.Tensor, draws: torch.Size, sites: dict[str, int]) -> str:
+    def _verdict(self, x: Inputs, draws: torch.Size, sites: dict[str, int]) -> str:
         """``"fold"``, ``"eager"`` or ``"loop"`` for inputs like ``x``: the self-check, once per input
         shape (with ``masks="own"``, with the network's dropout off, and the fold made at the input:
         a dropout before the first Bayesian layer draws for every draw's rows)."""
         if self.per_draw:
             return "loop"
         own = self.masks == "own"
-        key = (tuple(x.shape[1:]), x.dtype)
+        key = x.key()
         if own and math.prod(draws) < 2:
             return "loop"  # one draw: its one pass, exactly
         if key in self.verdicts or math.prod(draws) < 2 or (per_example_active() and not own):
             return self.verdicts.get(key, "eager" if own else "fold")
-        rows, why = x[:CHECK_ROWS], ""
+        rows, why = x.take(0, CHECK_ROWS), ""
         with torch.no_grad(), evaluating(self.net, off=own):
             looped = self._looped(rows, draws, sites, count=2)
             for mode in ("eager",) if own else ("fold", "eager"):
@@ -229,7 +254,7 @@ class ConvertedModel(PyroModule):
             )
         return verdict
 
-    def folded_draws(self, x: torch.Tensor, draws: torch.Size, sites: dict[str, int]) -> torch.Tensor:
+    def folded_draws(self, x: Inputs, draws: torch.Size, sites: dict[str, int]) -> torch.Tensor:
         """The draws of weights that differ between draws, folded into the batch where the
         self-check allows it, else one at a time."""
         verdict = self._verdict(x, draws, sites)
@@ -239,34 +264,53 @@ class ConvertedModel(PyroModule):
         return self._folded(x, draws, eager=verdict == "eager")
 
     # --- the model ---------------------------------------------------------------------------
-    def _check_input(self, x: torch.Tensor) -> None:
-        refuse_several_inputs(x, "from_module", "the converted network takes one input tensor [N, ...]")
-        if not isinstance(x, torch.Tensor) or x.dim() == 0 or x.shape[0] == 0:
-            raise ValueError(
-                f"from_module: x must be a tensor [N, ...] with N >= 1 rows, got {getattr(x, 'shape', x)!r}"
-            )
-        ref = next((t for t in [*self.net.parameters(), *self.net.buffers()] if t.is_floating_point()), None)
-        if ref is not None and x.is_floating_point() and x.dtype != ref.dtype:
+    def _check_input(self, x: Any) -> Inputs:
+        if isinstance(x, list) and x and all(isinstance(t, torch.Tensor) for t in x):
             raise TypeError(
-                f"from_module: x is {x.dtype} but the network is {ref.dtype}: pass x.to({ref.dtype}) "
-                f"(or convert the network with .to({x.dtype}) before from_module)"
+                f"from_module: x is a list of {len(x)} tensors; give a network of several inputs a tuple "
+                "(positional inputs) or a dict (keyword inputs)"
             )
+        if not isinstance(x, torch.Tensor | tuple | dict):
+            raise TypeError(
+                "from_module: x must be a tensor [N, ...], a tuple of the forward's positional inputs or a "
+                f"dict of its keyword inputs, got {type(x).__name__}"
+            )
+        if isinstance(x, torch.Tensor) and (x.dim() == 0 or x.shape[0] == 0):
+            raise ValueError(
+                f"from_module: x must be a tensor [N, ...] with N >= 1 rows, got {tuple(x.shape)!r}"
+            )
+        inputs = self.inputs(x)
+        if inputs.rows == 0:
+            raise ValueError(f"from_module: the inputs ({inputs.describe()}) have no rows")
+        ref = next((t for t in [*self.net.parameters(), *self.net.buffers()] if t.is_floating_point()), None)
+        for name, value in zip(inputs.names, inputs.values, strict=True):
+            if (
+                ref is not None
+                and isinstance(value, torch.Tensor)
+                and value.is_floating_point()
+                and value.dtype != ref.dtype
+            ):
+                shown, fix = ("x", "x") if isinstance(x, torch.Tensor) else (f"the input {name!r}", name)
+                raise TypeError(
+                    f"from_module: {shown} is {value.dtype} but the network is {ref.dtype}: pass "
+                    f"{fix}.to({ref.dtype}) (or convert the network with .to({value.dtype}) before "
+                    "from_module)"
+                )
+        return inputs
 
-    def _outputs(self, x: torch.Tensor, draws: torch.Size, sites: dict[str, int]) -> Any:
+    def _outputs(self, x: Inputs, draws: torch.Size, sites: dict[str, int]) -> Any:
         """The network's outputs under the draws ``draws``: ``[*draws, N, ...]``."""
         if self.masks == "own":
             return own_pass(self, x, draws, sites)
         with RefuseDropout(type(self.net).__name__):
             if not draws:
-                with current_rows(x.shape[0]):
-                    return network_output(self.net(x))
+                with current_rows(x.rows):
+                    return network_output(x.call(self.net))
             return self.folded_draws(x, draws, sites)
 
-    def forward(
-        self, x: torch.Tensor, y: torch.Tensor | None = None, num_data: int | None = None
-    ) -> torch.Tensor:
-        self._check_input(x)
-        n = x.shape[0]
+    def forward(self, x: Any, y: torch.Tensor | None = None, num_data: int | None = None) -> torch.Tensor:
+        inputs = self._check_input(x)
+        n = inputs.rows
         if num_data is not None and (
             isinstance(num_data, bool) or not isinstance(num_data, int) or num_data < n
         ):
@@ -275,7 +319,7 @@ class ConvertedModel(PyroModule):
             )
         sites = self._sample_weights()
         draws = self._draws(sites)
-        f = self._outputs(x, draws, sites)
+        f = self._outputs(inputs, draws, sites)
         if not isinstance(f, torch.Tensor):
             raise TypeError(
                 f"from_module: the network's forward returned a {type(f).__name__}, not a tensor (nor a "

@@ -30,7 +30,8 @@ import torch
 
 from ...ops import cache_bytes, largest_tensor_bytes
 from ..functional import strip_plate_slots, unexpand
-from .dropout_calls import FastDropout, NoDropout
+from .dropout_calls import DropoutInputs, FastDropout, NoDropout
+from .inputs import Inputs
 from .loop import Draw
 
 __all__ = ["CHECK_ROWS", "dropout_off", "evaluating", "network_output", "own_pass", "same_weights"]
@@ -85,35 +86,38 @@ def same_weights(cache: dict[str, torch.Tensor], sites: dict[str, int]) -> bool:
     return True
 
 
-def _repeat(x: torch.Tensor, count: int) -> torch.Tensor:
-    """``count`` copies of the rows of ``x``, draw-major: ``[count·N, ...]``."""
-    return x.expand(count, *x.shape).reshape(count * x.shape[0], *x.shape[1:])
-
-
-def _probes(x: torch.Tensor) -> list[tuple[torch.Tensor, int]]:
+def _probes(x: Inputs) -> list[tuple[Inputs, int]]:
     """Batches whose rows a row-wise network treats apart, each with where its second part starts."""
-    rows = x[:CHECK_ROWS]
-    probes = [(torch.cat([rows, rows[:1]]), len(rows))]
-    if rows.is_floating_point():  # a perturbed copy: rows that differ, from a generator of its own
-        generator = torch.Generator(device=rows.device).manual_seed(0)
-        noise = torch.randn(rows.shape, generator=generator, dtype=rows.dtype, device=rows.device)
-        scale = float(rows.abs().mean()) if rows.numel() else 1.0
-        probes.append((torch.cat([rows, rows + 0.05 * (scale or 1.0) * noise]), len(rows)))
+    rows = x.take(0, CHECK_ROWS)
+    probes = [(rows.join(rows.take(0, 1)), rows.rows)]
+    if rows.real_valued:  # a perturbed copy: rows that differ, from a generator of its own
+        generator = torch.Generator(device=rows.first().device).manual_seed(0)
+        probes.append((rows.join(rows.nudged(0.05, generator)), rows.rows))
     return probes
 
 
-def rows_apart(net: torch.nn.Module, x: torch.Tensor, forward: Callable[[torch.Tensor], Any]) -> str | None:
-    """``None`` where ``forward`` (a pass of ``net``, its dropout off) treats the rows of a batch apart,
-    else why not."""
+def rows_apart(net: torch.nn.Module, x: Inputs, forward: Callable[[Inputs], Any]) -> str | None:
+    """``None`` where ``forward`` (a pass of ``net``, its dropout off) treats the rows of a batch apart
+    and every dropout call of it draws a mask per row, else why not."""
     with torch.no_grad(), evaluating(net):
         for batch, k in _probes(x):
             try:
-                together = network_output(forward(batch))
-                apart = torch.cat([network_output(forward(batch[:k])), network_output(forward(batch[k:]))])
+                with DropoutInputs() as whole:
+                    together = network_output(forward(batch))
+                first, second = batch.take(0, k), batch.take(k, batch.rows)
+                with DropoutInputs() as part:
+                    apart_first = network_output(forward(first))
+                apart = torch.cat([apart_first, network_output(forward(second))])
             except Exception as e:  # the forward cannot take these batches: one pass per draw
-                return f"a batch of {len(batch)} rows failed ({type(e).__name__}: {e})"
+                return f"a batch of {batch.rows} rows failed ({type(e).__name__}: {e})"
+            shared_mask = whole.unchanged(part)
+            if shared_mask:
+                return (
+                    f"a dropout's input {shared_mask} is the same for {batch.rows} rows as for {k}: its one "
+                    "mask serves all the rows of a pass (computed from no per-row input)"
+                )
             if not isinstance(together, torch.Tensor) or together.shape != apart.shape:
-                return f"a batch of {len(batch)} rows gave outputs shaped unlike its rows' own"
+                return f"a batch of {batch.rows} rows gave outputs shaped unlike its rows' own"
             gap = float((together - apart).abs().max()) if together.numel() else 0.0
             scale = float(apart.abs().max()) if apart.numel() else 0.0
             if not (math.isfinite(gap) and gap <= 1e-4 * max(1.0, scale)):
@@ -121,25 +125,34 @@ def rows_apart(net: torch.nn.Module, x: torch.Tensor, forward: Callable[[torch.T
     return None
 
 
-def _widest_row(net: torch.nn.Module, x: torch.Tensor, forward: Callable[[torch.Tensor], Any]) -> int:
+def _widest_row(net: torch.nn.Module, x: Inputs, forward: Callable[[Inputs], Any]) -> int:
     """The bytes per row of the widest tensor of a pass (its dropout off) on the first rows."""
-    rows = x[:CHECK_ROWS]
+    rows = x.take(0, CHECK_ROWS)
     with torch.no_grad(), evaluating(net):
         _, widest = largest_tensor_bytes(lambda: forward(rows))
-    return -(-widest // len(rows))
+    return -(-widest // rows.rows)
+
+
+def _joined_by_shared(x: Inputs) -> list[str]:
+    """The shared inputs that may join the rows (a graph's ``edge_index``): tensors with a dim."""
+    return [n for n, v in x.shared().items() if isinstance(v, torch.Tensor) and v.dim() > 0]
 
 
 def _decide(
-    verdicts: dict, key: tuple, net: torch.nn.Module, x: torch.Tensor, forward: Callable[[torch.Tensor], Any]
+    model: Any, key: tuple, net: torch.nn.Module, x: Inputs, forward: Callable[[Inputs], Any]
 ) -> tuple[bool, int]:
     """Whether the draws may share one pass for inputs like ``x``, and the widest tensor of a pass
-    per row (checked once per input shape and state of the network, ``key``)."""
+    per row (checked once per input shape and state of the network, ``key``; why not, kept in the
+    model's ``row_reasons``)."""
+    verdicts, reasons = model.row_verdicts, model.row_reasons
     if key not in verdicts:
         if len(verdicts) >= 32:
             verdicts.clear()
+            reasons.clear()
         why = rows_apart(net, x, forward)
         verdicts[key] = (why is None, _widest_row(net, x, forward) if why is None else 0)
-        if why is not None:
+        reasons[key] = why
+        if why is not None and not _joined_by_shared(x):  # a graph's nodes are joined by its edges
             warnings.warn(
                 f"from_module: the network's forward does not treat the rows of a batch apart: {why}. "
                 "Its draws run one pass each from now on (the network's own MC dropout, exact, slower)",
@@ -159,27 +172,44 @@ def _pieces(draws: int, rows: int, widest_row: int, device: torch.device) -> lis
     return [min(per, draws - start) for start in range(0, draws, per)]
 
 
-def _batch_first(out: Any, rows: int, x: torch.Tensor) -> Any:
-    """``out`` (one pass's output, for input ``x``) checked to hold ``rows`` rows on dim 0."""
+def _batch_first(out: Any, rows: int, x: Inputs) -> Any:
+    """``out`` (one pass's output, for inputs ``x``) checked to hold ``rows`` rows on dim 0."""
     if isinstance(out, torch.Tensor) and (out.dim() == 0 or out.shape[0] != rows):
-        hint = (
-            "one point given without its batch dimension? pass x.unsqueeze(0)"
-            if x.dim() == 1
-            else "return them batch-first (a time-first network's outputs transposed, in a wrapper module)"
-        )
+        plain = isinstance(x.given, torch.Tensor)
+        if plain and x.first().dim() == 1:
+            hint = "one point given without its batch dimension? pass x.unsqueeze(0)"
+        elif plain:
+            hint = "return them batch-first (a time-first network's outputs transposed, in a wrapper module)"
+        else:
+            hint = (
+                f"the rows are taken from the first per-example input ({x.names[x.batched.index(True)]}); "
+                "declare the inputs that are the same for every example with shared=[...] (their names), "
+                "or return the outputs batch-first"
+            )
+        given = f"x {tuple(x.first().shape)}" if plain else x.describe()
         raise ValueError(
             f"from_module: the network returned outputs of shape {tuple(out.shape)} for a batch of "
-            f"{rows} rows (x {tuple(x.shape)}); the likelihood needs the batch on dim 0 ([N, outputs]): "
-            + hint
+            f"{rows} rows ({given}); the likelihood needs the batch on dim 0 ([N, outputs]): " + hint
         )
     return out
 
 
-def _own_route(count: int, apart: bool, per_draw: bool | None, pieces: int) -> str:
+def _reason(model: Any, key: tuple, x: Inputs) -> str:
+    """Why the rows of a batch of inputs like ``x`` cannot share a pass, in a few words."""
+    joined = _joined_by_shared(x)
+    if joined:
+        return f"the shared {', '.join(joined)} joins the rows of a batch"
+    why = model.row_reasons.get(key) or ""
+    if "is the same for" in why:
+        return "a dropout's mask serves all the rows of a pass"
+    return "its forward mixes the rows of a batch"
+
+
+def _own_route(count: int, apart: bool, per_draw: bool | None, pieces: int, why: str) -> str:
     if count == 1:
         return "the network's own forward, one draw"
     if per_draw or not apart:
-        why = "per_draw=True" if per_draw else "its forward mixes the rows of a batch"
+        why = "per_draw=True" if per_draw else why
         return f"the network's own forward, one pass per draw ({why})"
     return (
         f"the network's own forward on the {count} draws' rows together ({pieces} "
@@ -187,10 +217,10 @@ def _own_route(count: int, apart: bool, per_draw: bool | None, pieces: int) -> s
     )
 
 
-def own_pass(model: Any, x: torch.Tensor, draws: torch.Size, sites: dict[str, int]) -> Any:
+def own_pass(model: Any, x: Inputs, draws: torch.Size, sites: dict[str, int]) -> Any:
     """The outputs of the draws ``draws`` at ``x`` ``[*draws, N, ...]`` (no draws: ``[N, ...]``), the
     network's own forward drawing its own masks (its dropout off within :func:`dropout_off`)."""
-    source, cache, n = model.source, model._pyro_context.cache, x.shape[0]
+    source, cache, n = model.source, model._pyro_context.cache, x.rows
     with FastDropout(), evaluating(source.source, off=_OFF.get()):
         if not draws:
             weights = source.weights(cache, sites, None)
@@ -203,15 +233,16 @@ def own_pass(model: Any, x: torch.Tensor, draws: torch.Size, sites: dict[str, in
         else:
             weights = source.weights(cache, sites, Draw(0, draws))  # one set of weights for all
 
-            def forward(rows: torch.Tensor) -> Any:
+            def forward(rows: Inputs) -> Any:
                 return source(weights, rows)
 
-            key = (x.shape[1:], x.dtype, model.state_key())
-            verdicts = model.row_verdicts
-            apart, widest = (True, 0) if count == 1 else _decide(verdicts, key, source.source, x, forward)
-            pieces = [1] * count if model.per_draw or not apart else _pieces(count, n, widest, x.device)
-            model.note_route(x, _own_route(count, apart, model.per_draw, len(pieces)))
-            outs = [_batch_first(network_output(forward(_repeat(x, k))), k * n, x) for k in pieces]
+            key = (x.key(), model.state_key())
+            apart, widest = (True, 0) if count == 1 else _decide(model, key, source.source, x, forward)
+            pieces = (
+                [1] * count if model.per_draw or not apart else _pieces(count, n, widest, x.first().device)
+            )
+            model.note_route(x, _own_route(count, apart, model.per_draw, len(pieces), _reason(model, key, x)))
+            outs = [_batch_first(network_output(forward(x.repeat(k))), k * n, x) for k in pieces]
     if not all(isinstance(o, torch.Tensor) for o in outs):
         return outs[0]
     out = outs[0] if len(outs) == 1 else torch.cat(outs)

@@ -9,11 +9,12 @@ r"""What each module of a network becomes when it is converted, and what is refu
   mask per draw, tied over time (the variational RNN of paper 004, not the network's own).
 * Refused, naming the module: a subclass of a weight layer with a forward of its own, a weight
   shared by two layers, a weight used outside its module (``F.linear(x, self.a.weight)``), a
-  ``padding_mode`` other than zeros, a bidirectional or projected LSTM, ``nn.RNN`` with dropout,
+  ``padding_mode`` other than zeros, ``nn.RNN`` with dropout,
   a weight computed by ``weight_norm`` or ``spectral_norm`` (a sample site is the weight itself),
-  and, with ``masks="shared"``, ``nn.MultiheadAttention`` with dropout and a dropout module called
-  more than once. ``keep=[name]`` keeps a module deterministic (its trained values, fixed), which
-  is exact.
+  and, with ``masks="shared"``, ``nn.MultiheadAttention`` with dropout, a bidirectional or
+  projected LSTM or GRU and a dropout module called more than once (with ``masks="own"`` such a
+  recurrent layer stays deterministic, run by the network's own forward with torch's dropout).
+  ``keep=[name]`` keeps a module deterministic (its trained values, fixed), which is exact.
 """
 
 from __future__ import annotations
@@ -44,14 +45,24 @@ _BASE_FORWARD = {kind: kind.forward for kind in WEIGHTED}
 _DROPOUT_MODULES = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d)
 
 
-def kept_inside(net: nn.Module) -> set[str]:
+def kept_inside(net: nn.Module, masks: str = "own") -> set[str]:
     """Modules that stay deterministic whatever is asked: those inside an ``nn.MultiheadAttention``
-    (its projections are used as tensors by ``F.multi_head_attention_forward``)."""
+    (its projections are used as tensors by ``F.multi_head_attention_forward``) and, with
+    ``masks="own"``, a bidirectional or projected LSTM or GRU (the library's recurrent layer is
+    neither: the network's own runs, its trained weights and torch's dropout as they are)."""
     inside: set[str] = set()
     for name, module in net.named_modules():
         if isinstance(module, nn.MultiheadAttention):
             inside.update(f"{name}.{sub}" if name else sub for sub, _ in module.named_modules() if sub)
+        if masks == "own" and _unconvertible_recurrent(module):
+            inside.add(name)
     return inside
+
+
+def _unconvertible_recurrent(module: nn.Module) -> bool:
+    return isinstance(module, nn.LSTM | nn.GRU) and (
+        module.bidirectional or bool(getattr(module, "proj_size", 0))
+    )
 
 
 def check_convertible(net: nn.Module, convertible: set[str], masks: str = "own") -> None:
@@ -82,9 +93,7 @@ def check_convertible(net: nn.Module, convertible: set[str], masks: str = "own")
                 f"subclass of nn.{kind.__name__} with its own "
                 f"forward, which the Bayesian layer would replace{hint}"
             )
-        if isinstance(module, nn.LSTM | nn.GRU) and (
-            module.bidirectional or bool(getattr(module, "proj_size", 0))
-        ):
+        if _unconvertible_recurrent(module):  # masks="shared" only (kept_inside keeps it otherwise)
             raise ValueError(
                 f"from_module: '{name}' is bidirectional or projected; the "
                 f"library's {kind.__name__} is neither{hint}"

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from .fold import FoldedConv1d, FoldedConv2d, FoldedConv3d, FoldedGRU, FoldedLinear, FoldedLSTM
+from .inputs import Inputs
 from .loop import Draw, select_draw
 
 __all__ = ["SourceForward"]
@@ -67,5 +68,5 @@ class SourceForward:
             found[name] = select_draw(cache[site], sites[site], draw)
         return found
 
-    def __call__(self, weights: dict[str, torch.Tensor], x: torch.Tensor) -> Any:
-        return torch.func.functional_call(self.source, weights, (x,))
+    def __call__(self, weights: dict[str, torch.Tensor], x: Inputs) -> Any:
+        return torch.func.functional_call(self.source, weights, x.args, x.kwargs)
