@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml experiments/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH)"
-	$(BIN)/python -m pip install -q -e ".[dev,lightning,docs,hf,graphs]"
+	$(BIN)/python -m pip install -q -e ".[dev,lightning,docs,hf,graphs,lm]"
 	# the paper reproductions and the pyro-dropout command: a second distribution (experiments/)
 	$(BIN)/python -m pip install -q -e "./experiments[rl]"
 	# TyXe for the tests of its style (optional; without its torchvision pin, which pulls a CUDA torch)

@@ -30,6 +30,7 @@ API = (DOCS / "api.md").read_text() + (DOCS / "api-analysis.md").read_text()  # 
         "baselines",
         "runtime",
         "active",
+        "front",
     ],
 )
 def test_every_public_name_is_documented(module):
@@ -212,6 +213,18 @@ def test_the_inputs_table_is_the_stored_run():
     assert tool.table(stored["cases"]) in (docs / "inputs.md").read_text()
     assert set(stored["cases"]) == set(cases())
     assert all(row.get("passed") for row in stored["cases"].values())
+
+
+def test_the_generation_table_is_the_stored_run():
+    """docs/language-models.md's times are benchmarks/generation.py's run kept in docs/results."""
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    stored = json.loads((docs / "results" / "benchmarks" / "generation_cpu.json").read_text())
+    page = (docs / "language-models.md").read_text()
+    for kind in ("gpt2", "llama"):
+        medians, ratios = stored[kind]["medians"], stored[kind]["ratios"]
+        for name, value in medians.items():
+            shown = f"{value:.3f} s" + ("" if name == "own generate x T" else f" ({ratios[name]:.2f}×)")
+            assert shown in page, (kind, name)
 
 
 def test_the_pages_cite_the_papers_one_way():

@@ -14,6 +14,8 @@ bnn.fit(train_loader, epochs=1)                        # optional: refine by SVI
 
 from __future__ import annotations
 
+import copy
+import functools
 import itertools
 import math
 import os
@@ -34,11 +36,13 @@ from ..guides.ownership import forget_on_collection
 from ..infer import DropoutELBO
 from ..metrics import aupr, auroc, evaluate, fpr_at_tpr, merge_reports, uncertainty_scores
 from ..nn import dropout_off, from_module
+from ..nn.converted.learned_rates import LearnedRateDropout, learned_dropouts, plain_dropouts
 from ..nn.converted.likelihoods import check_targets
 from ..ops import is_positive_int, is_positive_number
 from ..prediction import Predictions, explain_chunks, predict
 from ..runtime import progress_bar
-from . import pictures
+from . import generation, pictures
+from .generation import Generation, SequenceScores
 from .keep import (
     FORMAT,
     check_options,
@@ -129,6 +133,9 @@ class MCDropout:
     :param num_samples: the draws of each prediction (T).
     :param device: where the converted copy and the guide live (``"cuda"``, say; the inputs go
         there too); the network given stays where it is. Default: where the network is.
+    :param concrete: learn the rate of each dropout module that masks a layer's inputs (Concrete
+        dropout on the network's own masks: a LoRA adapter's ``lora_dropout``, an ``nn.Dropout``
+        before an ``nn.Linear``) in :meth:`fit`; predictions draw at the learned rates.
     :param shared: the names of the forward's inputs that are the same for every example, where
         their shape does not tell (a dense ``[N, N]`` adjacency). The inputs of every call are what
         the network's forward takes: one tensor ``x [N, ...]``, a tuple of positional inputs
@@ -149,6 +156,7 @@ class MCDropout:
         num_samples: int = 100,
         device: str | torch.device | None = None,
         shared: Iterable[str] = (),
+        concrete: bool = False,
         **kwargs: Any,
     ) -> None:
         if not callable(task) and task not in _TASKS:
@@ -162,6 +170,10 @@ class MCDropout:
         self.inputs: dict[str, Any] | None = None  # the first batch's inputs, described (keep.input_spec)
         self.model = from_module(net, task if callable(task) else _TASKS[task], **kwargs)
         self.model.shared = _shared_names(shared, self.model.input_names, type(net).__name__)
+        if not isinstance(concrete, bool):
+            raise TypeError(f"MCDropout: concrete must be True or False, got {concrete!r}")
+        self.concrete = concrete
+        self.learned = learned_dropouts(self.model) if concrete else {}
         # the converted copy on ``device`` (the user's network stays where it is); the guide's
         # parameters start from its buffers there, at the first batch (which must be there too)
         self.device = None if device is None else torch.device(device)
@@ -176,7 +188,7 @@ class MCDropout:
         # a name of its own in Pyro's param store: several can live side by side, and the
         # store forgets its values once its guide is collected
         self.name = f"MCDropout{next(_INSTANCES)}"
-        self.guide = DropoutGuide(self.model, name=self.name)
+        self.guide = DropoutGuide(self.model, name=self.name, concrete=concrete)
         forget_on_collection(self.guide, self.name)
 
     def __repr__(self) -> str:
@@ -244,6 +256,8 @@ class MCDropout:
                 x, y = x[:2], None if y is None else y[:2]
             self.guide(x, y if y is not None else self._targets_like(x))
             self.inputs = input_spec(inputs, "MCDropout")
+            for site, module in self.learned.items():  # the network's dropout reads the learned rate
+                module.rate = functools.partial(self.guide.rate, site)
 
     def _example(self) -> Any:
         """Inputs of zeros shaped as the first batch's (two rows per example)."""
@@ -263,6 +277,7 @@ class MCDropout:
             "options": self.options,
             "inputs": self.inputs,
             "shared": sorted(self.model.shared),
+            "concrete": self.concrete,
             "noise": noise,
             "params": saved_params(names, self.name),
         }
@@ -292,6 +307,7 @@ class MCDropout:
     @classmethod
     def _from_state(cls, state: dict[str, Any], net: torch.nn.Module, device: Any, where: Any) -> MCDropout:
         settings = {"num_samples": state["num_samples"], "device": device, "shared": state["shared"]}
+        settings["concrete"] = state["concrete"]
         front = cls(net, state["task"], **settings, **state["options"])
         front.inputs = state["inputs"]
         x = front._example()
@@ -318,9 +334,8 @@ class MCDropout:
                 "MCDropout.to: a front door made with masks='shared' keeps no copy of the network to build "
                 "again: make it with device= (or move it before its first call)"
             )
-        moved = type(self)._from_state(
-            self._state("MCDropout.to"), self.model.source_net, device, "MCDropout.to"
-        )
+        net = plain_dropouts(copy.deepcopy(self.model.source_net))  # the network as it was given
+        moved = type(self)._from_state(self._state("MCDropout.to"), net, device, "MCDropout.to")
         self.__dict__.update(moved.__dict__)  # this object is the moved one; the old guide is collected
         return self
 
@@ -443,6 +458,65 @@ class MCDropout:
             parts.append(predict(self.model, self.guide, xb, num_samples=self._draws(num_samples)))
         return parts[0] if isinstance(x, torch.Tensor) else Predictions.of_points(parts, _OUTPUT_SITES)
 
+    def generate(
+        self,
+        input_ids: torch.Tensor,
+        *,
+        num_samples: int | None = None,
+        max_new_tokens: int = 20,
+        attention_mask: torch.Tensor | None = None,
+        do_sample: bool = False,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        eos_token_id: int | None = None,
+        pad_token_id: int | None = None,
+        chunk_size: int | None = None,
+        score_samples: int | None = None,
+        seed: int | None = None,
+        progress: bool | None = None,
+    ) -> Generation:
+        """``T`` continuations of each prompt of a causal language model (``T = num_samples``), each
+        from one draw of the network's own dropout held for the whole continuation, greedy or sampled
+        (``do_sample``, ``temperature``, ``top_k``), stopped per row at ``eos_token_id`` (padded with
+        ``pad_token_id`` after it); prompts padded on the left with their ``attention_mask``. Returns a
+        :class:`~pyro_dropout.front.generation.Generation`: the continuations, each token's
+        predictive entropy and mutual information, each continuation's MC sequence log-likelihood
+        (under ``score_samples`` draws, default ``T``), the predictive entropy over sequences and the
+        continuations' spread. ``seed``: the same seed, the same draws and continuations;
+        ``chunk_size``: the draws of one pass (memory)."""
+        options = {
+            "num_samples": self._draws(num_samples),
+            "max_new_tokens": max_new_tokens,
+            "do_sample": do_sample,
+            "temperature": temperature,
+            "top_k": top_k,
+            "eos_token_id": eos_token_id,
+            "pad_token_id": pad_token_id,
+            "chunk_size": chunk_size,
+            "score_samples": score_samples,
+            "seed": seed,
+            "progress": progress,
+        }
+        return generation.generate(self, input_ids, attention_mask, **options)
+
+    def score_continuations(
+        self,
+        input_ids: torch.Tensor,
+        continuations: torch.Tensor,
+        *,
+        attention_mask: torch.Tensor | None = None,
+        num_samples: int | None = None,
+        eos_token_id: int | None = None,
+        seed: int | None = None,
+    ) -> SequenceScores:
+        """The :class:`~pyro_dropout.front.generation.SequenceScores` of given continuations
+        ``[T, N, K]`` of the prompts ``input_ids`` ``[N, P]`` under ``num_samples`` draws of the
+        network's own dropout, each draw's masks shared by all the continuations of a prompt (a draw
+        is one function of the text): per-token predictive entropy and mutual information, each
+        continuation's MC sequence log-likelihood (to its first ``eos_token_id``), their spread."""
+        draws = self._draws(num_samples)
+        return generation.score(self, input_ids, continuations, attention_mask, draws, eos_token_id, seed)
+
     def explain(self) -> str:
         """How the draws run and why: the network's route at each input shape (its own forward on
         all the draws' rows together, or one pass per draw), each site of the guide (its rate, or why
@@ -504,7 +578,12 @@ class MCDropout:
         net = self.model.source_net if self.model.source_net is not None else self.model.net
         modules: tuple[type, ...] = (torch.nn.Dropout, torch.nn.Dropout1d, torch.nn.Dropout2d)
         modules += (torch.nn.Dropout3d, torch.nn.AlphaDropout, torch.nn.FeatureAlphaDropout)
-        network = {name: float(cast(Any, m).p) for name, m in net.named_modules() if isinstance(m, modules)}
+        modules += (LearnedRateDropout,)
+        network = {
+            name: m.value() if isinstance(m, LearnedRateDropout) else float(cast(Any, m).p)
+            for name, m in net.named_modules()
+            if isinstance(m, modules)
+        }
         for name, module in net.named_modules():
             inside = getattr(module, "dropout", None)  # nn.MultiheadAttention, nn.LSTM, GATConv ...
             if isinstance(inside, int | float) and not isinstance(inside, bool) and inside > 0:

@@ -17,6 +17,7 @@ from typing import Any, cast
 import pyro
 import torch
 
+from ..nn.converted.learned_rates import plain_dropouts
 from ..runtime import write_atomically
 
 __all__ = [
@@ -156,6 +157,9 @@ def read_state(path: str | os.PathLike) -> dict[str, Any]:
             raise _bad(path, f"the parameter {name!r} holds NaN or infinite values")
     _check_spec(state["inputs"], path)
     state.setdefault("shared", [])
+    state.setdefault("concrete", False)
+    if not isinstance(state["concrete"], bool):
+        raise _bad(path, "the field 'concrete' is not True or False")
     if not isinstance(state["shared"], list) or not all(isinstance(n, str) for n in state["shared"]):
         raise _bad(path, "the field 'shared' is not a list of input names")
     check_options(state["options"], f"MCDropout.load: {path}")
@@ -211,6 +215,7 @@ def refined_module(
     with torch.no_grad():
         for name, value in weights.items():
             own[name].copy_(value.to(own[name].dtype))
+    plain_dropouts(net)  # learned rates (concrete=True): nn.Dropout at each
     for parameter in net.parameters():
         parameter.requires_grad_(True)  # a network to train or deploy
     return net.eval()

@@ -185,7 +185,8 @@ class DropoutGuide(DropoutSummaries, AutoGuide):
         network = site["infer"].get("network_masks")  # masks the network's own dropout draws
         if network and (rate := network_rate(name, site, self._rates, self.concrete)) is not None:
             mask_dim = declared_mask_dim(name, site)
-            return _Role(True, fn.event_dim, rate, frames=frames, mask_dim=mask_dim, network=True)
+            learn = self.concrete and rate > 0  # (network_rate refused a rate no module makes)
+            return _Role(True, fn.event_dim, rate, learn, frames=frames, mask_dim=mask_dim, network=True)
         if getattr(fn.support, "is_discrete", False):
             raise ValueError(
                 f"DropoutGuide: site '{name}' is discrete ({prior}); the guide handles continuous "
@@ -279,6 +280,12 @@ class DropoutGuide(DropoutSummaries, AutoGuide):
             loc = role.get(self.locs)
             return role.p.to(dtype=loc.dtype, device=loc.device)
         return role.p
+
+    def rate(self, name: str) -> torch.Tensor | float:
+        """The drop rate of site ``name``'s family: a tensor with its gradient where ``concrete=True``
+        learns it (the front door's dropout modules read it so), else the fixed rate."""
+        self._require_setup()
+        return self._rate_of(name, self._roles[name])
 
     def family(self, name: str, plates: dict | None = None) -> dist.TorchDistribution:
         """The variational distribution of site ``name`` (outside any particle plate)."""

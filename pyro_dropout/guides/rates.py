@@ -107,12 +107,13 @@ def network_rate(name: str, site: dict, spec: DropoutSpec | None, concrete: bool
     """The rate of a converted network's weight whose masks its own dropout draws (``masks="own"``,
     ``infer["network_masks"]``): the module's, for the KL (the guide draws no mask of its own);
     ``None`` where the guide's ``spec`` gives a weight no dropout feeds (rate 0) a rate of its own.
-    A spec, or ``concrete``, that would change a network dropout's rate is refused."""
+    A spec that would change a network dropout's rate is refused, and so is ``concrete`` where the
+    rate is not made by dropout modules (``infer["learnable_rate"]``: the front door learns those)."""
     p = float(site["infer"].get("dropout") or 0.0)
     given = spec is not None and not (isinstance(spec, Mapping) and name not in spec)
     if p == 0 and given:
         return None
-    if given or (concrete and p > 0):
+    if given or (concrete and p > 0 and not site["infer"].get("learnable_rate")):
         what = "init_dropout=" if concrete else "dropout="
         why = f"{what} cannot change that rate" if given else "concrete=True cannot learn it"
         raise ValueError(

@@ -38,9 +38,9 @@ from __future__ import annotations
 import copy
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
-from pyro.nn.module import to_pyro_module_
+from pyro.nn.module import PyroModule, to_pyro_module_
 from torch import fx, nn
 
 from ..ops import is_positive_number
@@ -153,7 +153,9 @@ def from_module(
     :param prior_length_scale: the weights' prior length-scale :math:`l` (prior sd :math:`1/l`);
         small, as a trained network's weights are far from a unit Gaussian.
     :param last_layer: only the last weight layer is Bayesian; the others keep their trained values.
-    :param keep: modules to keep deterministic (their trained values, fixed).
+    :param keep: modules to keep deterministic (their trained values, fixed); a layer whose parameters
+        are frozen (``requires_grad=False``) in a network where others train is kept too (a PEFT
+        model's base layers, a frozen backbone).
     :param masks: ``"own"``: every dropout draws its masks as the network does (its own MC
         dropout); ``"shared"``: one mask per draw, shared by the rows it predicts (a draw is one
         function), refused where that changes a point's predictive (the module's docs).
@@ -178,9 +180,12 @@ def from_module(
     order = _layers_in_order(gm, weighted)
     convertible = set(order[-1:] if last_layer else order)
     placement = _placement(gm, convertible, dropouts)
+    if masks == "own":
+        _lora_rates(copy_, convertible, placement)
     net_, mask_sites, placed = (
         share_dropouts(copy_, gm, placement) if masks == "shared" else (copy_, [], None)
     )
+    _allow_pyro_mixins(net_)
     to_pyro_module_(net_)  # containers as PyroModules: the sites are named by their path ("0.weight")
     own = masks == "own" and _has_dropout(copy_, gm)  # its weights' masks are the network's
     model = _finish(
@@ -188,9 +193,37 @@ def from_module(
     )
     model.masks, model.untraced, model.mask_sites = masks, gm is None, model.mask_sites + mask_sites
     model.functional_dropouts = _functional_dropouts(gm)
+    if masks == "own":  # the weight sites whose rate its dropout modules make (concrete=True learns it)
+        model.rate_sources = {f"net.{k}.weight": v for k, v in placement.sources.items() if k in convertible}
     keep_parameters_visible(net_)
     _check_output(model, _output_layer(gm), likelihood)
     return model
+
+
+PyroModuleMeta = type(PyroModule)  # Pyro's metaclass of PyroModule (it caches the mixins it makes)
+_METAS: dict[type, type] = {}
+
+
+def _allow_pyro_mixins(net: nn.Module) -> None:
+    """Let ``PyroModule[cls]`` be made for every module class of ``net``: Pyro's mixin of a class
+    whose metaclass is not ``type`` (PEFT's LoRA layers are ``ABC``s) is refused by Python (a
+    metaclass conflict), so it is made here with a metaclass of both, and put where Pyro looks for
+    the mixins it made (its cache), the same class Pyro's own would be."""
+    for module in net.modules():
+        _pyro_mixin(type(module))
+
+
+def _pyro_mixin(cls: type) -> type:
+    cache = PyroModuleMeta._pyro_mixin_cache
+    if cls in cache or type(cls) is type or issubclass(cls, PyroModule):
+        return PyroModule[cls]  # (nn.Module's is PyroModule itself)
+    bases = [_pyro_mixin(b) for b in cls.__bases__ if issubclass(b, nn.Module)]
+    meta = _METAS.get(type(cls))
+    if meta is None:  # one metaclass of both per metaclass: the mixins of a hierarchy share it
+        meta = _METAS[type(cls)] = type(f"Pyro{type(cls).__name__}", (PyroModuleMeta, type(cls)), {})
+    mixin = meta(f"Pyro{cls.__name__}", (cls, *bases), {})
+    cache[cast(type[nn.Module], cls)] = cast(Any, mixin)
+    return mixin
 
 
 def _source(net: nn.Module) -> nn.Module:
@@ -213,6 +246,21 @@ def _placement(gm: fx.GraphModule | None, convertible: set[str], dropouts: str) 
         return Placement()
     functional_uses(gm, convertible)
     return place_dropouts(gm, convertible if dropouts == "weights" else set())
+
+
+def _lora_rates(net: nn.Module, convertible: set[str], placement: Placement) -> None:
+    """A LoRA adapter's own dropout (PEFT's ``lora_dropout[key]``) masks the inputs of its
+    ``lora_A[key]``: that layer's rate, whether or not torch.fx could follow the forward."""
+    for name, module in net.named_modules():
+        drops, downs = getattr(module, "lora_dropout", None), getattr(module, "lora_A", None)
+        if not isinstance(drops, nn.ModuleDict) or not isinstance(downs, nn.ModuleDict):
+            continue
+        for key, drop in drops.items():
+            layer = f"{name}.lora_A.{key}" if name else f"lora_A.{key}"
+            rate = float(getattr(drop, "p", 0.0)) if isinstance(drop, nn.Dropout) else 0.0
+            if layer in convertible and rate > 0 and layer not in placement.rates:
+                placement.rates[layer] = rate
+                placement.sources[layer] = [f"{name}.lora_dropout.{key}" if name else f"lora_dropout.{key}"]
 
 
 def _has_dropout(net: nn.Module, gm: fx.GraphModule | None) -> bool:
@@ -256,6 +304,7 @@ def _weighted(net: nn.Module, keep: Sequence[str], masks: str) -> list[str]:
     if unknown:
         raise ValueError(f"from_module: keep names modules the network does not have: {unknown}")
     kept = kept_inside(net, masks) | {n for n in names for k in keep if n == k or n.startswith(k + ".")}
+    kept |= _frozen(net)
     weighted = [n for n, m in net.named_modules() if isinstance(m, WEIGHTED) and n not in kept]
     if not weighted and masks != "own":
         raise ValueError(
@@ -263,6 +312,21 @@ def _weighted(net: nn.Module, keep: Sequence[str], masks: str) -> list[str]:
             "nn.LSTM or nn.GRU layer to make Bayesian"
         )
     return weighted
+
+
+def _frozen(net: nn.Module) -> set[str]:
+    """The weight layers the user froze (no parameter of theirs trains) in a network where others
+    train: a PEFT model's base layers, a frozen backbone under a trained head. They keep their
+    values; only what trains is refined. A network frozen whole (for inference) freezes nothing."""
+    if not any(p.requires_grad for p in net.parameters()):
+        return set()
+    return {
+        name
+        for name, module in net.named_modules()
+        if isinstance(module, WEIGHTED)
+        and any(True for _ in module.parameters(recurse=False))
+        and not any(p.requires_grad for p in module.parameters(recurse=False))
+    }
 
 
 def _output_layer(gm: fx.GraphModule | None) -> str | None:

@@ -116,6 +116,7 @@ class BayesianLayer(PyroModule):
 
     dropout: float | None = None
     network_masks = False  # a converted network's layer whose inputs its own dropout masks (nn.convert)
+    learnable_rate = False  # ... by dropout modules whose rate a guide may learn (concrete=True)
 
     def declared_weight(self) -> torch.Tensor:
         """The weight, sampled with what the layer declares in its site's ``infer`` dict: its rate
@@ -127,6 +128,8 @@ class BayesianLayer(PyroModule):
             declared["dropout"] = self.dropout
         if self.network_masks:
             declared["network_masks"] = True
+        if self.learnable_rate:
+            declared["learnable_rate"] = True
         start = getattr(self, "start_weight", None)  # a buffer of a converted layer (nn.convert)
         if start is not None:
             declared["init"] = start

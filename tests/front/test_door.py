@@ -313,10 +313,11 @@ def test_device_moves_the_converted_copy_not_the_network():
     # the CUDA case, with fit, save, load and to_module: tests/test_cuda.py (run by benchmarks/gpu_check.sh)
 
 
-def test_fit_with_its_replayed_loss_equals_the_eager_loss_at_every_step():
+@pytest.mark.parametrize("concrete", [False, True])
+def test_fit_with_its_replayed_loss_equals_the_eager_loss_at_every_step(concrete):
     """The recorded path of MCDropout.fit: every step's loss equal to the eager loss's under the same
-    seeds, the refined means equal, and the user's network and torch's global generator as eager
-    leaves them."""
+    seeds, the refined means (and, concrete=True, the learned rates) equal, and the user's network
+    and torch's global generator as eager leaves them."""
     from pyro_dropout import DropoutELBO
 
     torch.manual_seed(0)
@@ -327,11 +328,11 @@ def test_fit_with_its_replayed_loss_equals_the_eager_loss_at_every_step():
     runs = {}
     for graph in ("eager", "record"):
         pyro.set_rng_seed(3)
-        bnn, loss = MCDropout(net, "regression", tau=50.0), DropoutELBO(graph=graph)
+        bnn, loss = MCDropout(net, "regression", tau=50.0, concrete=concrete), DropoutELBO(graph=graph)
         steps = [  # one step a call: each step's own loss, 16 of them (recorded at the 8th)
             bnn.fit([batches[t % 4]], lr=1e-2, loss=loss, num_data=120, progress=False)[0] for t in range(16)
         ]
-        runs[graph] = (steps, bnn.guide.median(), torch.get_rng_state())
+        runs[graph] = (steps, bnn.guide.median() | bnn.guide.dropout_rates(), torch.get_rng_state())
     assert "recorded graph" in loss.explain()  # the record run replayed
     assert runs["record"][0] == pytest.approx(runs["eager"][0], rel=1e-6, abs=1e-7)  # at every step
     for site, mean in runs["eager"][1].items():

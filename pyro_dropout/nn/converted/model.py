@@ -106,6 +106,7 @@ class ConvertedModel(PyroModule):
         self.masks = "own"  # how the dropouts draw their masks (from_module's masks=)
         self.untraced = False  # torch.fx could not trace the forward
         self.functional_dropouts: dict[str, float] = {}  # F.dropout calls of the traced forward: rates
+        self.rate_sources: dict[str, list[str]] = {}  # weight site -> the dropout modules making its rate
         self.verdicts: dict[tuple, str] = {}  # input signature -> "fold", "eager" or "loop"
         self.row_verdicts: dict[tuple, tuple[bool, int]] = {}  # masks="own": (rows apart, widest per row)
         self.row_reasons: dict[tuple, str | None] = {}  # masks="own": why the rows may not share a pass

@@ -67,6 +67,8 @@ class Placement:
     rates: dict[str, float] = field(default_factory=dict)
     sites: dict[Any, tuple[float, bool]] = field(default_factory=dict)
     placed: list[Any] = field(default_factory=list)  # dropouts that became a layer's family
+    # the dropout modules whose masks make a layer's rate (every one a module: a rate to learn)
+    sources: dict[str, list[str]] = field(default_factory=dict)
 
 
 def dropout_of(gm: fx.GraphModule, node: fx.Node) -> tuple[float, bool] | None:
@@ -171,6 +173,8 @@ def place_dropouts(gm: fx.GraphModule, convertible: set[str]) -> Placement:
             elif _target(gm, user, channels, convertible, calls):
                 placement.rates[str(user.target)] = 1.0 - keep
                 placement.placed += chain
+                if all(member.op == "call_module" for member in chain):
+                    placement.sources[str(user.target)] = [str(member.target) for member in chain]
                 break
             elif not _passes(gm, user, channels):
                 break

@@ -68,6 +68,7 @@ def _unconvertible_recurrent(module: nn.Module) -> bool:
 def check_convertible(net: nn.Module, convertible: set[str], masks: str = "own") -> None:
     """Refuse, naming it, a module that cannot be converted exactly (see the module's docs)."""
     owners: dict[int, str] = {}
+    refused: list[tuple[str, str]] = []
     for name, module in net.named_modules():
         if masks == "shared" and isinstance(module, nn.MultiheadAttention) and module.dropout > 0:
             raise ValueError(
@@ -84,24 +85,10 @@ def check_convertible(net: nn.Module, convertible: set[str], masks: str = "own")
             )
         if name not in convertible:
             continue
-        kind = next(k for k in WEIGHTED if isinstance(module, k))
-        hint = f"; keep it deterministic with keep=['{name}']"
-        _check_padding_and_norms(name, module, hint)
-        if type(module).forward is not _BASE_FORWARD[kind]:
-            raise ValueError(
-                f"from_module: '{name}' is a {type(module).__name__}, a "
-                f"subclass of nn.{kind.__name__} with its own "
-                f"forward, which the Bayesian layer would replace{hint}"
-            )
-        if _unconvertible_recurrent(module):  # masks="shared" only (kept_inside keeps it otherwise)
-            raise ValueError(
-                f"from_module: '{name}' is bidirectional or projected; the "
-                f"library's {kind.__name__} is neither{hint}"
-            )
-        if module._backward_hooks or module._backward_pre_hooks:
-            raise ValueError(
-                f"from_module: '{name}' has backward hooks, which the Bayesian layer would lose{hint}"
-            )
+        why = _unconvertible(name, module)
+        if why:
+            refused.append((name, why))
+            continue
         for param in module.parameters(recurse=False):
             other = owners.setdefault(id(param), name)
             if other != name:
@@ -110,6 +97,33 @@ def check_convertible(net: nn.Module, convertible: set[str], masks: str = "own")
                     "(tied weights); one sample site cannot "
                     f"serve both layers' masks: keep them deterministic with keep=['{other}', '{name}']"
                 )
+    if refused:  # every such layer at once, and the one keep= that converts the rest
+        names = ", ".join(f"'{n}'" for n, _ in refused)
+        raise ValueError(
+            "from_module: "
+            + "; ".join(why for _, why in refused)
+            + f"; keep them deterministic with keep=[{names}]"
+            if len(refused) > 1
+            else f"from_module: {refused[0][1]}; keep it deterministic with keep=[{names}]"
+        )
+
+
+def _unconvertible(name: str, module: nn.Module) -> str:
+    """Why a weight layer cannot become the library's layer, or "" where it can."""
+    kind = next(k for k in WEIGHTED if isinstance(module, k))
+    norms = _padding_and_norms(name, module)
+    if norms:
+        return norms
+    if type(module).forward is not _BASE_FORWARD[kind]:
+        return (
+            f"'{name}' is a {type(module).__name__}, a subclass of nn.{kind.__name__} with its own "
+            "forward, which the Bayesian layer would replace"
+        )
+    if _unconvertible_recurrent(module):  # masks="shared" only (kept_inside keeps it otherwise)
+        return f"'{name}' is bidirectional or projected; the library's {kind.__name__} is neither"
+    if module._backward_hooks or module._backward_pre_hooks:
+        return f"'{name}' has backward hooks, which the Bayesian layer would lose"
+    return ""
 
 
 def check_hook_norms(net: nn.Module) -> None:
@@ -132,24 +146,22 @@ def check_hook_norms(net: nn.Module) -> None:
                 )
 
 
-def _check_padding_and_norms(name: str, module: nn.Module, hint: str) -> None:
-    """Refuse a layer whose padding is not zeros, or whose weight a parametrization computes
-    (``weight_norm``, ``spectral_norm``): a sample site is the weight itself, so the
-    parametrization would be lost."""
+def _padding_and_norms(name: str, module: nn.Module) -> str:
+    """Why a layer whose padding is not zeros, or whose weight a parametrization computes
+    (``weight_norm``, ``spectral_norm``), cannot convert ("" where it can): a sample site is the
+    weight itself, so the parametrization would be lost."""
     if getattr(module, "padding_mode", "zeros") != "zeros":
-        raise ValueError(
-            f"from_module: '{name}' has padding_mode={module.padding_mode!r}; only 'zeros' is supported{hint}"
-        )
+        return f"'{name}' has padding_mode={module.padding_mode!r}; only 'zeros' is supported"
     parametrized = sorted(getattr(module, "parametrizations", {}) or {})
     if not parametrized:
-        return
+        return ""
     tensor = parametrized[0]
-    raise ValueError(
-        f"from_module: '{name}' computes its {', '.join(parametrized)} by a parametrization "
+    return (
+        f"'{name}' computes its {', '.join(parametrized)} by a parametrization "
         "(weight_norm, spectral_norm, ...), which a sample site, the weight itself, cannot keep: "
         "bake the present value in with torch.nn.utils.parametrize.remove_parametrizations("
         f"net.get_submodule('{name}'), '{tensor}') on a copy of the network (prediction is then exact; "
-        f"training learns the weight itself){hint}"
+        "training learns the weight itself)"
     )
 
 
