@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml experiments/pyproject.toml
 	$(BIN)/python -m pip install -q "$(TORCH)"
 	$(BIN)/python -m pip install -q -e ".[dev,lightning,docs,hf,graphs,lm]"
 	# the paper reproductions and the pyro-dropout command: a second distribution (experiments/)
-	$(BIN)/python -m pip install -q -e "./experiments[rl]"
+	$(BIN)/python -m pip install -q -e "./experiments[rl,lm]"
 	# TyXe for the tests of its style (optional; without its torchvision pin, which pulls a CUDA torch)
 	$(BIN)/python -m pip install -q --no-deps "tyxe==0.0.2"
 	touch $(STAMP)

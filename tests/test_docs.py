@@ -227,6 +227,16 @@ def test_the_generation_table_is_the_stored_run():
             assert shown in page, (kind, name)
 
 
+def test_the_language_model_table_is_the_stored_run():
+    """docs/language-models.md's table is lm_table of the run kept in docs/results/lm, its figure there."""
+    from pyro_dropout_experiments.lm import lm_table
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    stored = json.loads((docs / "results" / "lm" / "results.json").read_text())
+    assert lm_table(stored) in (docs / "language-models.md").read_text()
+    assert (docs / "img" / "language-models" / "lm.png").is_file()
+
+
 def test_the_pages_cite_the_papers_one_way():
     """The user docs cite the project's papers by their key ("paper 000"), not as "[000]" or by a
     page's own "[1]" numbering (docstrings keep their own numbered References lists)."""

@@ -45,6 +45,7 @@ COMMANDS: dict[str, list[str]] = {
     "rl": ["rl"],
     "dynamics": ["dynamics"],
     "active-learning": ["active-learning"],
+    "lm-uncertainty": ["lm-uncertainty"],
 }
 BUDGET_MINUTES = 10.0  # core.QUICK_BUDGET: "under 10 minutes on 2 CPU cores"
 

@@ -20,6 +20,7 @@ from .data import add_download
 from .demo.command import add_demo
 from .dynamics.command import add_dynamics
 from .forecast.command import add_forecast
+from .lm.command import add_lm
 from .mnist.command import add_mnist
 from .rl.command import add_rl
 from .uci.command import add_download_uci, add_uci, add_uci_status, add_uci_table, parse_splits
@@ -38,6 +39,7 @@ _EXAMPLES = """examples:
   pyro-dropout rl --quick                                    a DQN with dropout on CartPole (gymnasium)
   pyro-dropout dynamics --quick                              Concrete dropout in a cart-pole dynamics model
   pyro-dropout active-learning --quick                       MNIST images acquired by BALD and others
+  pyro-dropout lm-uncertainty --quick                        MC dropout on a LoRA-fine-tuned language model
   pyro-dropout COMMAND --help                                the flags of one command"""
 
 
@@ -72,6 +74,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     add_rl(sub)
     add_dynamics(sub)
     add_active(sub)
+    add_lm(sub)
     return parser
 
 

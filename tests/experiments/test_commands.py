@@ -31,6 +31,7 @@ TRAINING = {
     "rl": ["rl"],
     "dynamics": ["dynamics"],
     "active-learning": ["active-learning"],
+    "lm-uncertainty": ["lm-uncertainty"],
 }
 OTHERS = {"uci-table": ["uci-table"], "uci-status": ["uci-status"], "download-uci": ["download-uci"]}
 
