@@ -303,6 +303,11 @@ def _spread(tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def _prepared(front: Any, ids: torch.Tensor, mask: torch.Tensor | None) -> tuple[Any, Any, _Network]:
     """The prompts on the front door's device, its guide set up, its network with refined weights."""
+    if front.model.source is None:
+        raise ValueError(
+            "MCDropout.generate: this front door was made with masks='shared' (its layers replaced), "
+            "which keeps no copy of the network to generate with: use the default masks='own'"
+        )
     device = front.device
     ids = ids if device is None else ids.to(device)
     mask = mask if mask is None or device is None else mask.to(device)

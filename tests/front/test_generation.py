@@ -187,3 +187,6 @@ def test_stops_at_the_end_token_and_names_bad_arguments():
         bnn.generate(ids, do_sample=True, temperature=0)
     with pytest.raises(ValueError, match=r"continuations must be token ids \[T, N, K\]"):
         bnn.score_continuations(ids, torch.zeros(3, 2, 2, dtype=torch.long))
+    plain = nn.Sequential(nn.Embedding(12, 8), nn.Linear(8, 12))
+    with pytest.raises(ValueError, match=r"generate: this front door was made with masks='shared'"):
+        MCDropout(plain, masks="shared").generate(ids)
