@@ -14,23 +14,15 @@ from typing import Any
 
 import torch
 
+from .guards import tensors_of
+
 __all__ = ["TARGET_KEYS", "batches", "is_one_batch"]
 
 TARGET_KEYS = ("labels", "label")  # a dict batch's targets (Hugging Face's collators: "labels")
 
 
-def _tensors(value: Any) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensors(v)]
-    if isinstance(value, list | tuple):
-        return [t for v in value for t in _tensors(v)]
-    return []
-
-
 def _check_devices(batch: Any, where: str) -> None:
-    if any(t.device.type == "meta" for t in _tensors(batch)):
+    if any(t.device.type == "meta" for t in tensors_of((batch,), {})):
         raise ValueError(
             f"{where}: a batch is on the meta device, which holds shapes but no values: move it "
             "to the CPU or a GPU (.to('cpu'))"

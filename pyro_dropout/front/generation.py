@@ -27,7 +27,6 @@ masks are shared by all the continuations of a prompt (a draw is one function of
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -37,9 +36,9 @@ import torch
 
 from ..nn.converted.dropout_calls import FastDropout
 from ..nn.converted.held import HeldMasks
-from ..nn.converted.inputs import Inputs
+from ..nn.converted.inputs import Inputs, repeat_rows
 from ..nn.converted.own import network_output, rows_apart
-from ..ops import is_positive_int
+from ..ops import check_seed, is_positive_int, log_mean_exp
 from ..runtime import progress_bar
 
 __all__ = ["Generation", "SequenceScores", "generate", "score"]
@@ -149,8 +148,8 @@ def _check(ids: Any, mask: Any, settings: _Settings) -> None:
 
 
 def _repeat(x: torch.Tensor | None, count: int) -> Any:
-    """``count`` copies of the rows, draw-major."""
-    return None if x is None else x.expand(count, *x.shape).reshape(count * x.shape[0], *x.shape[1:])
+    """``count`` copies of the rows, draw-major (none of no mask)."""
+    return None if x is None else repeat_rows(x, count)
 
 
 def _pick(logits: torch.Tensor, settings: _Settings) -> torch.Tensor:
@@ -226,6 +225,7 @@ def _seeded(seed: int | None) -> Iterator[None]:
     if seed is None:
         yield
         return
+    check_seed(seed, "MCDropout.generate")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         yield
@@ -358,10 +358,17 @@ def score(
     seed: int | None,
 ) -> SequenceScores:
     """:meth:`MCDropout.score_continuations <pyro_dropout.MCDropout.score_continuations>`'s work."""
-    options: dict[str, Any] = {"num_samples": num_samples, "max_new_tokens": 1, "do_sample": False}
-    options["temperature"] = 1.0
-    options |= {"top_k": None, "eos_token_id": eos_token_id, "pad_token_id": None, "chunk_size": None}
-    settings = _settings(options | {"score_samples": num_samples})
+    settings = _Settings(  # nothing is decoded: only the draws and the end token matter
+        num_samples=num_samples,
+        max_new_tokens=1,
+        do_sample=False,
+        temperature=1.0,
+        top_k=None,
+        eos_token_id=eos_token_id,
+        pad_token_id=0,
+        chunk_size=None,
+        score_samples=num_samples,
+    )
     _check(input_ids, attention_mask, settings)
     good = isinstance(continuations, torch.Tensor) and continuations.dim() == 3
     if not good or continuations.shape[1] != input_ids.shape[0] or continuations.is_floating_point():
@@ -383,7 +390,7 @@ def _scores(
     lengths = _lengths(tokens, eos)
     valid = torch.arange(tokens.shape[-1], device=tokens.device) < lengths[..., None]
     per_draw = (found["per_draw"] * valid).sum(-1)  # [S, T, N]
-    sequence_ll = torch.logsumexp(per_draw.double(), 0) - math.log(draws)
+    sequence_ll = log_mean_exp(per_draw.double(), 0)
     distinct, disagreement = _spread(tokens.cpu())
     return SequenceScores(
         lengths=lengths,

@@ -185,6 +185,8 @@ def test_stops_at_the_end_token_and_names_bad_arguments():
         bnn.generate(ids, max_new_tokens=0)
     with pytest.raises(ValueError, match="temperature must be positive"):
         bnn.generate(ids, do_sample=True, temperature=0)
+    with pytest.raises(ValueError, match=r"generate: seed must be an int in \[0, 2\*\*63\)"):
+        bnn.generate(ids, seed="x")
     with pytest.raises(ValueError, match=r"continuations must be token ids \[T, N, K\]"):
         bnn.score_continuations(ids, torch.zeros(3, 2, 2, dtype=torch.long))
     plain = nn.Sequential(nn.Embedding(12, 8), nn.Linear(8, 12))

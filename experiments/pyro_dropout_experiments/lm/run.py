@@ -9,6 +9,7 @@ adapters' rates. Writes ``results.json`` after every run (a rerun resumes) and `
 from __future__ import annotations
 
 import copy
+import math
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -102,7 +103,7 @@ def run_variant(variant: str, s: LMSettings, seed: int, corpus: Corpus, base: Ch
         }
     rates = {k: v for k, v in bnn.dropout_rates()["network"].items() if "lora_dropout" in k}
     return {
-        "perplexity": float(torch.tensor(report.nll).exp()),
+        "perplexity": math.exp(report.nll),
         "nll": report.nll,
         "ece": report.ece,
         "accuracy": report.accuracy,

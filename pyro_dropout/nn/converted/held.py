@@ -82,18 +82,19 @@ class HeldMasks(TorchDispatchMode):
     def _mask(self, shape: torch.Size, p: float, device: torch.device) -> torch.Tensor:
         index = self.calls
         self.calls += 1
+        dim = None if self.groups is None else self._row_dim(shape)
+        wanted = self._stored_shape(shape, dim)
         if index < len(self.masks):
             held, rate = self.masks[index]
             if rate != p:
                 raise ValueError(f"generation: dropout call {index} changed its rate from {rate} to {p}")
-            wanted = self._stored_shape(shape)
             if held.shape != wanted:
                 held = self._grown(held, wanted, index, p, device)
                 self.masks[index] = (held, p)
-            return self._expanded(held, shape)
-        held = self._draw(self._stored_shape(shape), p, device)
-        self.masks.append((held, p))
-        return self._expanded(held, shape)
+        else:
+            held = self._draw(wanted, p, device)
+            self.masks.append((held, p))
+        return self._expanded(held, shape, dim)
 
     def _draw(self, shape: torch.Size, p: float, device: torch.device) -> torch.Tensor:
         return bernoulli_keep(shape, 1.0 - p, device).to(torch.get_default_dtype())
@@ -123,18 +124,17 @@ class HeldMasks(TorchDispatchMode):
             "masks cannot be shared by the continuations of a draw"
         )
 
-    def _stored_shape(self, shape: torch.Size) -> torch.Size:
-        """The shape a mask is kept at: with groups, one continuation per draw and prompt."""
-        if self.groups is None:
+    def _stored_shape(self, shape: torch.Size, dim: int | None) -> torch.Size:
+        """The shape a mask is kept at: with groups (rows on ``dim``), one continuation per draw and
+        prompt."""
+        if self.groups is None or dim is None:
             return torch.Size(shape)
-        dim = self._row_dim(shape)
         draws, prompts = self.groups
         return torch.Size([*shape[:dim], draws * prompts, *shape[dim + 1 :]])
 
-    def _expanded(self, held: torch.Tensor, shape: torch.Size) -> torch.Tensor:
-        if self.groups is None:
+    def _expanded(self, held: torch.Tensor, shape: torch.Size, dim: int | None) -> torch.Tensor:
+        if self.groups is None or dim is None:
             return held
-        dim = self._row_dim(shape)
         draws, prompts = self.groups
         count = shape[dim] // (draws * prompts)
         split = held.unflatten(dim, (draws, 1, prompts))

@@ -21,7 +21,12 @@ from typing import Any
 
 import torch
 
-__all__ = ["Inputs", "forward_names"]
+__all__ = ["Inputs", "forward_names", "repeat_rows"]
+
+
+def repeat_rows(x: torch.Tensor, count: int) -> torch.Tensor:
+    """``count`` copies of the rows of ``x``, draw-major: ``[count·N, ...]``."""
+    return x.expand(count, *x.shape).reshape(count * x.shape[0], *x.shape[1:])
 
 
 def forward_names(net: torch.nn.Module) -> tuple[list[str], bool]:
@@ -119,9 +124,7 @@ class Inputs:
 
     def repeat(self, count: int) -> Inputs:
         """``count`` copies of the rows, draw-major: ``[count·N, ...]`` per-example inputs."""
-        return self._with(
-            lambda v: v.expand(count, *v.shape).reshape(count * v.shape[0], *v.shape[1:]), count * self.rows
-        )
+        return self._with(lambda v: repeat_rows(v, count), count * self.rows)
 
     def join(self, other: Inputs) -> Inputs:
         """These rows, then ``other``'s (the same inputs, the same shared values)."""

@@ -71,9 +71,7 @@ def learned_dropouts(model: Any) -> dict[str, LearnedRateDropout]:
         parent, _, child = paths[0].rpartition(".")
         owner = source.get_submodule(parent) if parent else source
         module = LearnedRateDropout(float(owner.get_submodule(child).p))
-        owner.add_module(child, module) if not isinstance(owner, nn.ModuleDict) else owner.update(
-            {child: module}
-        )
+        owner.add_module(child, module)  # (a ModuleDict's entry too)
         found[site] = module
         layer = model.net.get_submodule(site.removeprefix("net.").removesuffix(".weight"))
         layer.learnable_rate = True  # its site tells the guide: concrete=True may learn its rate
