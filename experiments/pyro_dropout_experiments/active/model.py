@@ -7,6 +7,7 @@ on the labelled images, its prior scaled to their number.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -21,12 +22,13 @@ from pyro_dropout.nn import KerasCNN
 from ..mnist.data import default_device_tensor
 from .settings import ActiveSettings
 
-__all__ = ["fitter", "load_pool"]
+__all__ = ["fitter", "load_pool", "passes"]
 
 
 def fitter(s: ActiveSettings, seed: int) -> Callable[..., tuple[Any, Any]]:
     """``fit(x, y, last=None) -> (model, guide)``: ``s.epochs`` passes of minibatches over the
-    labelled images (``last``: the previous round's pair, trained on with the new rows)."""
+    labelled images, or as many more as ``s.steps`` steps need (``last``: the previous round's pair,
+    trained on with the new rows)."""
     g = torch.Generator().manual_seed(seed)
 
     def fit(x: torch.Tensor, y: torch.Tensor, last: tuple[Any, Any] | None = None) -> tuple[Any, Any]:
@@ -39,7 +41,7 @@ def fitter(s: ActiveSettings, seed: int) -> Callable[..., tuple[Any, Any]]:
             model, guide = last
         svi = SVI(model, guide, cast(Any, pyro.optim).Adam({"lr": s.lr}), DropoutELBO())
         pyro.set_rng_seed(int(torch.randint(2**31, (1,), generator=g)))
-        for _ in range(s.epochs):
+        for _ in range(passes(n, s)):
             order = torch.randperm(n, generator=g)
             for i in range(0, n, s.batch_size):
                 rows = order[i : i + s.batch_size].to(x.device)
@@ -47,6 +49,13 @@ def fitter(s: ActiveSettings, seed: int) -> Callable[..., tuple[Any, Any]]:
         return model, guide
 
     return fit
+
+
+def passes(n: int, s: ActiveSettings) -> int:
+    """The passes over ``n`` labelled images a round takes: ``s.epochs``, or more to reach ``s.steps``
+    minibatch steps."""
+    per_pass = math.ceil(n / s.batch_size)
+    return max(s.epochs, math.ceil(s.steps / per_pass))
 
 
 def load_pool(

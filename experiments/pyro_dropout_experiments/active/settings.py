@@ -53,6 +53,14 @@ class ActiveSettings:
     epochs: int = field(
         default=50, metadata={"help": "passes over the labelled images a round", "positive": True}
     )
+    steps: int = field(
+        default=0,
+        metadata={
+            "help": "optimiser steps a round at the least: passes are added until a round has taken "
+            "that many (0: --epochs alone)",
+            "minimum": 0,
+        },
+    )
     batch_size: int = field(default=128, metadata={"help": "minibatch size", "positive": True})
     lr: float = field(default=1e-3, metadata={"help": "Adam's learning rate", "positive": True})
     warm: bool = field(default=False, metadata={"help": "go on from the last round's network"})

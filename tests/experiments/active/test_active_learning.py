@@ -79,3 +79,14 @@ def test_the_table_gives_the_images_to_each_error_and_says_when_runs_never_got_t
     run = {"error": [0.3, 0.04], "to_0.1": 30, "to_0.05": None}
     table = active_table({"runs": {"bald": {"0": run, "1": {**run, "to_0.05": 30}}}})
     assert "| bald | 2 | 30 | 30 (1 of 2 runs) | 4.00% |" in table
+
+
+def test_steps_add_passes_until_a_round_has_taken_them():
+    from pyro_dropout_experiments.active.model import passes
+    from pyro_dropout_experiments.active.settings import ActiveSettings
+
+    s = ActiveSettings(epochs=50, batch_size=128, steps=400)
+    assert passes(20, s) == 400  # one minibatch a pass: 400 passes
+    assert passes(300, s) == 134  # three minibatches a pass: ceil(400 / 3)
+    assert passes(1000, s) == 50  # eight a pass: the 50 epochs already take 400 steps
+    assert passes(20, ActiveSettings(epochs=50, steps=0)) == 50  # steps 0: the epochs alone
