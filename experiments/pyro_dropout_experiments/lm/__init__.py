@@ -4,7 +4,7 @@
 from .corpus import DOMAINS, VOCABULARY, Domain, docstrings, sequences, shuffled
 from .figure import lm_figure, lm_table
 from .model import CharLM, pretrain
-from .run import Corpus, run_lm, run_variant
+from .run import Corpus, ensemble_members, run_ensemble, run_lm, run_variant
 from .settings import QUICK, VARIANTS, LMSettings
 
 __all__ = [
@@ -17,9 +17,11 @@ __all__ = [
     "Domain",
     "LMSettings",
     "docstrings",
+    "ensemble_members",
     "lm_figure",
     "lm_table",
     "pretrain",
+    "run_ensemble",
     "run_lm",
     "run_variant",
     "sequences",

@@ -11,15 +11,22 @@ from __future__ import annotations
 import copy
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pyro
 import torch
 
 from pyro_dropout import BBAlpha, MCDropout
-from pyro_dropout.metrics import auroc, uncertainty_scores
+from pyro_dropout.metrics import (
+    accuracy,
+    auroc,
+    expected_calibration_error,
+    negative_log_likelihood,
+    uncertainty_scores,
+)
 
 from ..core import missing_runs, resume_runs, store_run
 from ..core.progress import Progress
@@ -28,9 +35,9 @@ from .figure import lm_figure
 from .model import CharLM, pretrain
 from .settings import LMSettings
 
-__all__ = ["Corpus", "run_lm", "run_variant"]
+__all__ = ["Corpus", "ensemble_members", "run_ensemble", "run_lm", "run_variant"]
 
-_WHICH = ("variants", "repeats")
+_WHICH = ("variants", "repeats", "members")  # members: checked run by run
 SCORES = ("predictive_entropy", "mutual_information")
 
 
@@ -71,45 +78,112 @@ def _adapted(base: CharLM, s: LMSettings) -> torch.nn.Module:
     return peft.get_peft_model(copy.deepcopy(base), config).eval()
 
 
-def _scores(bnn: MCDropout, seqs: torch.Tensor) -> dict[str, dict[str, torch.Tensor]]:
-    """Each character's and each sequence's entropy and mutual information."""
-    probs = bnn.probs(seqs[:, :-1])  # [T, M, L, V]
+def _adapter(variant: str, s: LMSettings, seed: int, base: CharLM) -> MCDropout:
+    """The base model with fresh adapters (their initialisation from ``seed``) behind the front door."""
+    pyro.set_rng_seed(seed)
+    return MCDropout(_adapted(base, s), num_samples=s.draws, concrete=variant == "concrete")
+
+
+def _finetune(bnn: MCDropout, variant: str, s: LMSettings, corpus: Corpus) -> list[float]:
+    """``MCDropout.fit`` of the adapters on the second domain: DropoutELBO, or BB-α for ``bbalpha``."""
+    batches = [(b[:, :-1], b[:, 1:]) for b in corpus.finetuning.split(s.batch_size)]
+    loss = BBAlpha(0.5) if variant == "bbalpha" else None
+    return bnn.fit(batches, epochs=s.epochs, lr=s.finetune_lr, loss=loss, progress=False)
+
+
+def _auroc(probs: Callable[[torch.Tensor], torch.Tensor], corpus: Corpus) -> dict[str, Any]:
+    """The AUROC of each score, per character and per sequence, at telling the other domain and the
+    shuffled text from the held-out text; ``probs(seqs)`` gives ``[T, M, L, V]``."""
+    inside = _scores(probs(corpus.held_out))
+    found: dict[str, Any] = {}
+    for name, seqs in (("other domain", corpus.other), ("shuffled", corpus.shuffled)):
+        outside = _scores(probs(seqs))
+        found[name] = {
+            level: {k: auroc(outside[level][k], inside[level][k]) for k in SCORES} for level in inside
+        }
+    return found
+
+
+def _scores(probs: torch.Tensor) -> dict[str, dict[str, torch.Tensor]]:
+    """Each character's and each sequence's entropy and mutual information, from ``[T, M, L, V]``."""
     tokens = uncertainty_scores(probs.reshape(probs.shape[0], -1, probs.shape[-1]))
     return {
         "character": {k: tokens[k] for k in SCORES},
-        "sequence": {k: tokens[k].reshape(len(seqs), -1).mean(1) for k in SCORES},
+        "sequence": {k: tokens[k].reshape(probs.shape[1], -1).mean(1) for k in SCORES},
     }
+
+
+def _lora_rates(bnn: MCDropout) -> dict[str, float]:
+    return {k: v for k, v in bnn.dropout_rates()["network"].items() if "lora_dropout" in k}
 
 
 def run_variant(variant: str, s: LMSettings, seed: int, corpus: Corpus, base: CharLM) -> dict[str, Any]:
     """One variant's fine-tuning (none for ``pretrained``) and scores."""
-    pyro.set_rng_seed(seed)
-    bnn = MCDropout(_adapted(base, s), num_samples=s.draws, concrete=variant == "concrete")
+    if variant == "ensemble":
+        return run_ensemble(s, seed, corpus, base)
+    bnn = _adapter(variant, s, seed, base)
     start = time.perf_counter()
-    history: list[float] = []
-    if variant != "pretrained":
-        seqs = corpus.finetuning
-        batches = [(b[:, :-1], b[:, 1:]) for b in seqs.split(s.batch_size)]
-        loss = BBAlpha(0.5) if variant == "bbalpha" else None
-        history = bnn.fit(batches, epochs=s.epochs, lr=s.finetune_lr, loss=loss, progress=False)
+    history = _finetune(bnn, variant, s, corpus) if variant != "pretrained" else []
     held = corpus.held_out
     report = bnn.evaluate(held[:, :-1], held[:, 1:])
-    inside = _scores(bnn, held)
-    found: dict[str, Any] = {}
-    for name, seqs in (("other domain", corpus.other), ("shuffled", corpus.shuffled)):
-        outside = _scores(bnn, seqs)
-        found[name] = {
-            level: {k: auroc(outside[level][k], inside[level][k]) for k in SCORES} for level in inside
-        }
-    rates = {k: v for k, v in bnn.dropout_rates()["network"].items() if "lora_dropout" in k}
     return {
         "perplexity": math.exp(report.nll),
         "nll": report.nll,
         "ece": report.ece,
         "accuracy": report.accuracy,
-        "auroc": found,
+        "auroc": _auroc(lambda seqs: bnn.probs(seqs[:, :-1]), corpus),
+        "rates": _lora_rates(bnn),
+        "fit_loss": history,
+        "finetuning_sequences": len(corpus.finetuning),
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+
+
+def ensemble_members(
+    s: LMSettings, seed: int, corpus: Corpus, base: CharLM
+) -> tuple[list[torch.nn.Module], list[float], dict[str, float], MCDropout]:
+    """The deep ensemble's ``s.members`` networks, each with adapters fine-tuned as ``fixed`` from
+    its own seed (``seed * members + m``: member 0 is the ``fixed`` run of the same seed) and its
+    dropout off (``MCDropout.to_module``: the expected weights); their fit losses and rates, and
+    member 0's front door (its MC dropout, to compare on the same base model)."""
+    nets, history, rates, first = [], [], {}, None
+    for m in range(s.members):
+        bnn = _adapter("fixed", s, seed * s.members + m, base)
+        history += _finetune(bnn, "fixed", s, corpus)
+        nets.append(bnn.to_module())
+        rates, first = _lora_rates(bnn), first or bnn
+    return nets, history, rates, cast(MCDropout, first)
+
+
+def run_ensemble(s: LMSettings, seed: int, corpus: Corpus, base: CharLM) -> dict[str, Any]:
+    """The deep ensemble of adapters (:func:`ensemble_members`): its predictive is the members' mean,
+    its mutual information their disagreement; scored as the other variants, the members in place of
+    the dropout draws."""
+    start = time.perf_counter()
+    nets, history, rates, first = ensemble_members(s, seed, corpus, base)
+
+    @torch.no_grad()
+    def probs(seqs: torch.Tensor) -> torch.Tensor:
+        return torch.stack([net(seqs[:, :-1]).softmax(-1) for net in nets])
+
+    held = corpus.held_out
+    flat = probs(held)
+    flat = flat.reshape(len(nets), -1, flat.shape[-1])
+    labels = held[:, 1:].reshape(-1)
+    nll = negative_log_likelihood(flat, labels)
+    alone = [math.exp(negative_log_likelihood(member, labels)) for member in flat]
+    return {
+        "perplexity": math.exp(nll),
+        "member_perplexity": alone,  # each member alone, its dropout off
+        # member 0 by its own MC dropout: the ``fixed`` variant on this run's base model
+        "member_mc_perplexity": math.exp(first.evaluate(held[:, :-1], held[:, 1:]).nll),
+        "nll": nll,
+        "ece": expected_calibration_error(flat, labels),
+        "accuracy": accuracy(flat, labels),
+        "auroc": _auroc(probs, corpus),
         "rates": rates,
         "fit_loss": history,
+        "members": s.members,
         "finetuning_sequences": len(corpus.finetuning),
         "seconds": round(time.perf_counter() - start, 1),
     }
@@ -120,6 +194,13 @@ def run_lm(s: LMSettings, out: str | Path, progress: bool = True) -> dict[str, A
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     results = resume_runs(out, asdict(s), _WHICH)
+    for seed, run in results["runs"].get("ensemble", {}).items():
+        if run.get("members") != s.members:
+            raise ValueError(
+                f"{out / 'results.json'}: its ensemble run of seed {seed} has {run.get('members')} "
+                f"members, not --members {s.members}: give another --out to keep both, or the same "
+                "--members to resume"
+            )
     todo = missing_runs(results, s.variants, s.repeats, s.seed)
     bar = Progress(total=len(todo), disable=not progress, desc="lm-uncertainty runs")
     bases: dict[int, tuple[Corpus, CharLM, list[float]]] = {}

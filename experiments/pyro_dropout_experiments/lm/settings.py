@@ -9,7 +9,7 @@ from ..core import known_names
 
 __all__ = ["QUICK", "VARIANTS", "LMSettings"]
 
-VARIANTS = ("pretrained", "fixed", "concrete", "bbalpha")
+VARIANTS = ("pretrained", "fixed", "concrete", "bbalpha", "ensemble")
 
 
 @dataclass(frozen=True)
@@ -17,9 +17,12 @@ class LMSettings:
     """A character-level transformer language model trained on the docstrings of Python's standard
     library, then LoRA-fine-tuned on the docstrings of PyTorch: with the adapters' dropout at a
     fixed rate (``fixed``, DropoutELBO), learned by Concrete dropout (``concrete``), or under BB-α
-    with α = 0.5 (``bbalpha``); ``pretrained``: the model before any fine-tuning, for reference.
-    Each is scored by MC dropout on held-out PyTorch docstrings (perplexity, next-token ECE) and
-    on telling them from the standard library's docstrings and from shuffled text."""
+    with α = 0.5 (``bbalpha``); ``ensemble``: a deep ensemble of ``members`` adapters, each
+    fine-tuned as ``fixed`` from its own seed and predicting with its dropout off (the spread is
+    between members, not between dropout draws); ``pretrained``: the model before any fine-tuning,
+    for reference. Each is scored by its predictive on held-out PyTorch docstrings (perplexity,
+    next-token ECE) and on telling them from the standard library's docstrings and from shuffled
+    text."""
 
     variants: tuple[str, ...] = field(
         default=VARIANTS, metadata={"help": "variants", "parse_check": known_names(VARIANTS, "variants")}
@@ -50,6 +53,9 @@ class LMSettings:
         default=200, metadata={"help": "held-out sequences per set", "positive": True}
     )
     draws: int = field(default=50, metadata={"help": "MC-dropout draws", "positive": True})
+    members: int = field(
+        default=5, metadata={"help": "adapters in the deep ensemble (variant ensemble)", "minimum": 2}
+    )
     repeats: int = field(default=3, metadata={"help": "runs per variant (seeds)", "positive": True})
     seed: int = field(default=0, metadata={"help": "seed of the first run", "minimum": 0})
 
