@@ -35,7 +35,7 @@ from .figure import lm_figure
 from .model import CharLM, pretrain
 from .settings import LMSettings
 
-__all__ = ["Corpus", "ensemble_members", "run_ensemble", "run_lm", "run_variant"]
+__all__ = ["Corpus", "ensemble_members", "finetune", "fresh_adapter", "run_ensemble", "run_lm", "run_variant"]
 
 _WHICH = ("variants", "repeats", "members")  # members: checked run by run
 SCORES = ("predictive_entropy", "mutual_information")
@@ -78,13 +78,13 @@ def _adapted(base: CharLM, s: LMSettings) -> torch.nn.Module:
     return peft.get_peft_model(copy.deepcopy(base), config).eval()
 
 
-def _adapter(variant: str, s: LMSettings, seed: int, base: CharLM) -> MCDropout:
+def fresh_adapter(variant: str, s: LMSettings, seed: int, base: CharLM) -> MCDropout:
     """The base model with fresh adapters (their initialisation from ``seed``) behind the front door."""
     pyro.set_rng_seed(seed)
     return MCDropout(_adapted(base, s), num_samples=s.draws, concrete=variant == "concrete")
 
 
-def _finetune(bnn: MCDropout, variant: str, s: LMSettings, corpus: Corpus) -> list[float]:
+def finetune(bnn: MCDropout, variant: str, s: LMSettings, corpus: Corpus) -> list[float]:
     """``MCDropout.fit`` of the adapters on the second domain: DropoutELBO, or BB-α for ``bbalpha``."""
     batches = [(b[:, :-1], b[:, 1:]) for b in corpus.finetuning.split(s.batch_size)]
     loss = BBAlpha(0.5) if variant == "bbalpha" else None
@@ -121,9 +121,9 @@ def run_variant(variant: str, s: LMSettings, seed: int, corpus: Corpus, base: Ch
     """One variant's fine-tuning (none for ``pretrained``) and scores."""
     if variant == "ensemble":
         return run_ensemble(s, seed, corpus, base)
-    bnn = _adapter(variant, s, seed, base)
+    bnn = fresh_adapter(variant, s, seed, base)
     start = time.perf_counter()
-    history = _finetune(bnn, variant, s, corpus) if variant != "pretrained" else []
+    history = finetune(bnn, variant, s, corpus) if variant != "pretrained" else []
     held = corpus.held_out
     report = bnn.evaluate(held[:, :-1], held[:, 1:])
     return {
@@ -148,8 +148,8 @@ def ensemble_members(
     member 0's front door (its MC dropout, to compare on the same base model)."""
     nets, history, rates, first = [], [], {}, None
     for m in range(s.members):
-        bnn = _adapter("fixed", s, seed * s.members + m, base)
-        history += _finetune(bnn, "fixed", s, corpus)
+        bnn = fresh_adapter("fixed", s, seed * s.members + m, base)
+        history += finetune(bnn, "fixed", s, corpus)
         nets.append(bnn.to_module())
         rates, first = _lora_rates(bnn), first or bnn
     return nets, history, rates, cast(MCDropout, first)

@@ -56,7 +56,7 @@ def test_the_ensemble_members_are_the_fixed_runs_of_their_own_seeds():
     equal that run's (bit for bit); the members differ, so their disagreement is not zero."""
     from pyro_dropout.metrics import mutual_information
     from pyro_dropout_experiments.lm import LMSettings
-    from pyro_dropout_experiments.lm.run import _adapter, _finetune, ensemble_members
+    from pyro_dropout_experiments.lm.run import ensemble_members, finetune, fresh_adapter
 
     s = LMSettings(width=16, heads=2, layers=1, pretrain_steps=5, sequences=32, eval_sequences=16)
     s = LMSettings(**{**s.__dict__, "draws": 4, "members": 2, "epochs": 1})
@@ -66,8 +66,8 @@ def test_the_ensemble_members_are_the_fixed_runs_of_their_own_seeds():
     nets, history, rates, first = ensemble_members(s, 0, corpus, base)
     assert len(nets) == 2 and len(history) == 2 and set(rates.values()) == {s.lora_dropout}
     assert all(torch.equal(v, first.to_module().state_dict()[k]) for k, v in nets[0].state_dict().items())
-    alone = _adapter("fixed", s, 1, base)
-    _finetune(alone, "fixed", s, corpus)
+    alone = fresh_adapter("fixed", s, 1, base)
+    finetune(alone, "fixed", s, corpus)
     same = alone.to_module().state_dict()
     assert all(torch.equal(v, same[k]) for k, v in nets[1].state_dict().items())
     with torch.no_grad():
