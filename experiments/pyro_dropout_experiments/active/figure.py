@@ -12,7 +12,19 @@ from pyro_dropout.export import pyplot
 
 from ..core import save_figure
 
-__all__ = ["active_figure", "active_table"]
+__all__ = ["PAPER_TABLE_1", "active_figure", "active_table", "paper_table"]
+
+
+# Gal, Islam & Ghahramani (2017), Table 1: the acquired images each function needed to reach 10%
+# and 5% test error on MNIST. The paper's own text could not be reached from this project's
+# machine; these are the figures as a public re-implementation transcribes them from it (its
+# README), which gives no row for Mean STD.
+PAPER_TABLE_1: dict[str, tuple[int, int]] = {
+    "bald": (145, 335),
+    "variation_ratios": (120, 295),
+    "max_entropy": (165, 355),
+    "random": (255, 835),
+}
 
 
 def _curves(runs: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -63,4 +75,19 @@ def active_table(results: dict[str, Any]) -> str:
         final = sum(x["error"][-1] for x in r) / len(r)
         cells = [_cell([x["to_0.1"] for x in r]), _cell([x["to_0.05"] for x in r])]
         lines.append(f"| {acquisition} | {len(r)} | {cells[0]} | {cells[1]} | {100 * final:.2f}% |")
+    return "\n".join(lines)
+
+
+def paper_table(columns: list[tuple[str, dict[str, Any]]]) -> str:
+    """A Markdown table of the images each function needed to reach 10% test error: the paper's
+    (:data:`PAPER_TABLE_1`), 1.5 times it, then one column per ``(label, results)`` run of this
+    command (the mean over the runs that got there, as :func:`active_table`)."""
+    head = "| acquisition | paper | 1.5 × paper | " + " | ".join(label for label, _ in columns) + " |"
+    lines = [head, "|---|---:|---:|" + "---:|" * len(columns)]
+    for acquisition, (ten, _) in PAPER_TABLE_1.items():
+        cells = []
+        for _, results in columns:
+            runs = results["runs"].get(acquisition, {})
+            cells.append(_cell([x["to_0.1"] for x in runs.values()]) if runs else "not run")
+        lines.append(f"| {acquisition} | {ten} | {1.5 * ten:.0f} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
