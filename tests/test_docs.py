@@ -237,6 +237,20 @@ def test_the_language_model_table_is_the_stored_run():
     assert (docs / "img" / "language-models" / "lm.png").is_file()
 
 
+def test_the_active_learning_tables_are_the_stored_runs():
+    """docs/active-learning.md's tables are active_table and paper_table of the runs kept in
+    docs/results/active-learning (the paper's column: PAPER_TABLE_1)."""
+    from pyro_dropout_experiments.active.figure import active_table, paper_table
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    kept = docs / "results" / "active-learning"
+    epochs, steps = (json.loads((kept / name / "results.json").read_text()) for name in ("mnist", "steps"))
+    page = (docs / "active-learning.md").read_text()
+    assert active_table(epochs) in page and active_table(steps) in page
+    columns = [("50 epochs a round, to 300", epochs), ("at least 400 steps a round, to 300", steps)]
+    assert paper_table(columns) in page
+
+
 def test_the_pages_cite_the_papers_one_way():
     """The user docs cite the project's papers by their key ("paper 000"), not as "[000]" or by a
     page's own "[1]" numbering (docstrings keep their own numbered References lists)."""
