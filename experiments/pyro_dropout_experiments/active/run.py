@@ -23,6 +23,8 @@ __all__ = ["images_to_reach", "run_active"]
 
 # runs with these settings differing still belong together (which runs, not how each is run)
 _WHICH = ("acquisitions", "repeats")
+# settings added since results were first kept, with the value that runs as before them
+_SINCE = {"steps": 0}
 
 
 def images_to_reach(labelled: list[float], errors: list[float], error: float) -> float | None:
@@ -90,7 +92,7 @@ def run_active(
         raise ValueError(f"--max-labels {s.max_labels} is fewer than the {s.initial * 10} initial labels")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    results = resume_runs(out, asdict(s), _WHICH)
+    results = resume_runs(out, asdict(s), _WHICH, _SINCE)
     _check_kept(out, results)
     todo = missing_runs(results, s.acquisitions, s.repeats, s.seed)
     data = load_pool(s, data_dir)

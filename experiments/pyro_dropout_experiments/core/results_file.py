@@ -58,19 +58,29 @@ def _flat(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _differences(kept: dict[str, Any], now: dict[str, Any], ignore: tuple[str, ...]) -> list[str]:
+def _differences(
+    kept: dict[str, Any], now: dict[str, Any], ignore: tuple[str, ...], since: dict[str, Any]
+) -> list[str]:
     a, b = _flat(kept), _flat(now)
+    for key, old in since.items():  # a file from before the setting: it was made as ``old`` makes it
+        a.setdefault(key, old)
     keys = sorted(k for k in set(a) | set(b) if k.split(".")[-1] not in ignore and k not in ignore)
     return [f"{k}={a.get(k)!r} there, {b.get(k)!r} here" for k in keys if a.get(k) != b.get(k)]
 
 
 def open_results(
-    out: Path, settings: dict[str, Any], which: tuple[str, ...] = (), resume: bool = False
+    out: Path,
+    settings: dict[str, Any],
+    which: tuple[str, ...] = (),
+    resume: bool = False,
+    since: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The record this run writes into ``out/results.json``: the kept one with its runs where this
     command made it with these settings and ``resume`` (``which``: the settings that only say which
-    runs to make, free to differ), else a fresh one; another command's file, or this command's
-    with other settings, is refused."""
+    runs to make, free to differ; ``since``: settings added after files were written, each with the
+    value that does what the command did before it, which a file without the setting was made
+    with), else a fresh one; another command's file, or this command's with other settings, is
+    refused."""
     path = Path(out) / "results.json"
     refuse_link(path)
     plain = json.loads(json.dumps(settings))  # tuples as the file holds them: lists
@@ -84,7 +94,7 @@ def open_results(
             f"--out {out} holds the results of `pyro-dropout {kept['command']}`, not of "
             f"`pyro-dropout {command}`: give this command a folder of its own"
         )
-    differ = _differences(kept["settings"], plain, which)
+    differ = _differences(kept["settings"], plain, which, since or {})
     if differ:
         raise ValueError(
             f"--out {out} holds results made with other settings ({'; '.join(differ)}): give another "
@@ -122,11 +132,14 @@ def save_results(out: Path, record: dict[str, Any]) -> Path:
     return path
 
 
-def resume_runs(out: Path, settings: dict[str, Any], which: tuple[str, ...]) -> dict[str, Any]:
+def resume_runs(
+    out: Path, settings: dict[str, Any], which: tuple[str, ...], since: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """``{"settings", "runs"}``: the kept runs of ``out/results.json`` where they were made with
     ``settings`` apart from ``which`` (the settings naming which runs to make, which a rerun may
-    change), else a fresh record; runs made with other settings are refused, never dropped."""
-    record = open_results(out, settings, which, resume=True)
+    change; ``since``: as :func:`open_results`), else a fresh record; runs made with other settings
+    are refused, never dropped."""
+    record = open_results(out, settings, which, resume=True, since=since)
     record.setdefault("runs", {})
     return record
 

@@ -32,6 +32,10 @@ def test_each_function_runs_from_the_balanced_start_and_a_rerun_resumes(images, 
     assert (tmp_path / "active_learning.png").stat().st_size > 0
     assert "| bald | 1 |" in capsys.readouterr().out
     kept = (tmp_path / "results.json").read_text()
+    before = json.loads(kept)
+    del before["settings"]["steps"]  # a file written before --steps existed: made as --steps 0 makes it
+    (tmp_path / "results.json").write_text(json.dumps(before))
+    assert main([*args, "--acquisitions", "bald"]) == 0  # resumed, nothing to redo
     assert main([*args, "--acquisitions", "bald,random,max_entropy"]) == 0  # adds the new one only
     again = json.loads((tmp_path / "results.json").read_text())
     assert set(again["runs"]) == {"bald", "random", "max_entropy"}

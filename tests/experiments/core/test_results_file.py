@@ -127,3 +127,15 @@ def test_files_get_the_mode_the_umask_gives(tmp_path):
         os.umask(mask)
     assert (tmp_path / "a.json").stat().st_mode & 0o777 == 0o644  # mkstemp alone: 0o600
     assert (tmp_path / "b.json").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_file_from_before_a_setting_resumes_with_the_value_that_ran_as_it_did(tmp_path):
+    """A setting added later (``since``: the value that does what the command did before) matches a
+    kept file that lacks it at that value only; any other value is refused, naming it."""
+    save_results(tmp_path, {"settings": {"lr": 0.1, "repeats": 1}, "runs": {"a": {"0": {}}}})
+    kept = resume_runs(tmp_path, {"lr": 0.1, "repeats": 2, "steps": 0}, ("repeats",), since={"steps": 0})
+    assert kept["runs"] == {"a": {"0": {}}} and kept["settings"]["steps"] == 0
+    with pytest.raises(ValueError, match=r"steps=0 there, 400 here"):
+        resume_runs(tmp_path, {"lr": 0.1, "repeats": 2, "steps": 400}, ("repeats",), since={"steps": 0})
+    with pytest.raises(ValueError, match=r"steps=None there, 0 here"):
+        resume_runs(tmp_path, {"lr": 0.1, "repeats": 2, "steps": 0}, ("repeats",))  # nothing said: refused
