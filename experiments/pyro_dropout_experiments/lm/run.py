@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pyro
 import torch
@@ -146,13 +146,12 @@ def ensemble_members(
     its own seed (``seed * members + m``: member 0 is the ``fixed`` run of the same seed) and its
     dropout off (``MCDropout.to_module``: the expected weights); their fit losses and rates, and
     member 0's front door (its MC dropout, to compare on the same base model)."""
-    nets, history, rates, first = [], [], {}, None
-    for m in range(s.members):
-        bnn = fresh_adapter("fixed", s, seed * s.members + m, base)
-        history += finetune(bnn, "fixed", s, corpus)
-        nets.append(bnn.to_module())
-        rates, first = _lora_rates(bnn), first or bnn
-    return nets, history, rates, cast(MCDropout, first)
+    doors: list[MCDropout] = []
+    history: list[float] = []
+    for m in range(s.members):  # each fine-tuned right after its seed, as the ``fixed`` run is
+        doors.append(fresh_adapter("fixed", s, seed * s.members + m, base))
+        history += finetune(doors[-1], "fixed", s, corpus)
+    return [bnn.to_module() for bnn in doors], history, _lora_rates(doors[0]), doors[0]
 
 
 def run_ensemble(s: LMSettings, seed: int, corpus: Corpus, base: CharLM) -> dict[str, Any]:
