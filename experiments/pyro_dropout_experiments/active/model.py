@@ -17,12 +17,14 @@ from pyro.infer import SVI
 
 from pyro_dropout import DropoutELBO, DropoutGuide
 from pyro_dropout.datasets import load_images
-from pyro_dropout.nn import KerasCNN
+from pyro_dropout.nn import KerasCNN, length_scale_for
 
 from ..mnist.data import default_device_tensor
 from .settings import ActiveSettings
 
-__all__ = ["fitter", "load_pool", "passes"]
+__all__ = ["DENSE_RATE", "fitter", "load_pool", "network", "passes"]
+
+DENSE_RATE = 0.25  # the dropout before the first dense layer (0.5 before the second)
 
 
 def fitter(s: ActiveSettings, seed: int) -> Callable[..., tuple[Any, Any]]:
@@ -35,7 +37,7 @@ def fitter(s: ActiveSettings, seed: int) -> Callable[..., tuple[Any, Any]]:
         n = len(x)
         if last is None:
             pyro.clear_param_store()
-            model = KerasCNN(kernel=4, hidden=128, dropout=(0.25, 0.5))
+            model = network(s)
             guide = DropoutGuide(model)
         else:
             model, guide = last
@@ -49,6 +51,18 @@ def fitter(s: ActiveSettings, seed: int) -> Callable[..., tuple[Any, Any]]:
         return model, guide
 
     return fit
+
+
+def network(s: ActiveSettings) -> KerasCNN:
+    """The paper's network, every prior of length-scale sqrt(0.1); ``s.weight_decay`` c > 0: the
+    first dense layer's weights (not its bias) under the prior whose KL is the authors' Keras weight
+    decay, c/N times their squared sum per image on N images (``length_scale_for`` with
+    lambda = 2c/N, so l^2 = 2c(1 - p), whatever N)."""
+    model = KerasCNN(kernel=4, hidden=128, dropout=(DENSE_RATE, 0.5))
+    if s.weight_decay > 0:
+        scale = 1.0 / length_scale_for(2 * s.weight_decay, 1, DENSE_RATE)
+        model.fc1.prior_weight_scale.fill_(scale)
+    return model
 
 
 def passes(n: int, s: ActiveSettings) -> int:

@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pyro
+import torch
 
 from pyro_dropout.active import ActiveLearner, balanced_start
+from pyro_dropout.prediction import predict_standard
 
 from ..core import check_scores, missing_runs, resume_runs, store_run
 from ..core.progress import Progress
@@ -19,17 +21,30 @@ from .figure import active_figure
 from .model import fitter, load_pool
 from .settings import ActiveSettings
 
-__all__ = ["images_to_reach", "run_active"]
+__all__ = ["images_to_reach", "run_active", "standard_error"]
 
 # runs with these settings differing still belong together (which runs, not how each is run)
 _WHICH = ("acquisitions", "repeats")
 # settings added since results were first kept, with the value that runs as before them
-_SINCE = {"steps": 0}
+_SINCE = {"steps": 0, "weight_decay": 0.0}
 
 
 def images_to_reach(labelled: list[float], errors: list[float], error: float) -> float | None:
     """The labelled images at the first round whose test error is at most ``error`` (None: never)."""
     return next((n for n, e in zip(labelled, errors, strict=True) if e <= error), None)
+
+
+def standard_error(pair: tuple[Any, Any], x: torch.Tensor, y: torch.Tensor, rows: int = 1024) -> float:
+    """The test error with dropout off (one pass at the expected weights), as the authors' Keras
+    script measures it (``model.evaluate``); no random state is touched, so a run that records it
+    draws what one that did not would have."""
+    wrong = 0
+    with torch.random.fork_rng(devices=[]):
+        for i in range(0, len(x), rows):
+            pred = predict_standard(*pair, x[i : i + rows])
+            probs = next(v for k, v in pred.probs.items() if pred.kinds.get(k) == "likelihood")
+            wrong += int((probs[0].argmax(-1) != y[i : i + rows]).sum())
+    return wrong / len(x)
 
 
 def _one_run(acquisition: str, seed: int, data: tuple, s: ActiveSettings, bar: Any) -> dict[str, Any]:
@@ -50,15 +65,24 @@ def _one_run(acquisition: str, seed: int, data: tuple, s: ActiveSettings, bar: A
         warm=s.warm,
         seed=seed,
     )
+    off = []  # the test error of each round's network with its dropout off
+
+    def dropout_off() -> float:
+        assert learner.pair is not None, "a round trains first"
+        return standard_error(learner.pair, x_test, y_test)
+
     while len(learner.labelled) + s.k <= s.max_labels:
         learner.round()
+        off.append(dropout_off())
         bar.update()
     # the last round trains and tests; it acquires nothing more
     learner.history.append({"labelled": float(len(learner.labelled)), "error": learner.train()})
+    off.append(dropout_off())
     acquired = learner.labelled[len(start) :]
     return {
         "labelled": [h["labelled"] for h in learner.history],
         "error": [h["error"] for h in learner.history],
+        "error_dropout_off": off,
         # Repeated MNIST: how many acquired images are a copy of one acquired before
         "repeats_acquired": len(acquired) - len(set((acquired % (len(x_pool) // s.copies)).tolist())),
     }
@@ -106,6 +130,8 @@ def run_active(
         record["seconds"] = round(time.perf_counter() - began, 1)
         for target in (0.10, 0.05):
             record[f"to_{target:g}"] = images_to_reach(record["labelled"], record["error"], target)
+            off = images_to_reach(record["labelled"], record["error_dropout_off"], target)
+            record[f"to_{target:g}_dropout_off"] = off
         store_run(out, results, acquisition, seed, record)
     bar.close()
     active_figure(results, out / "active_learning.png")

@@ -61,6 +61,14 @@ class ActiveSettings:
             "minimum": 0,
         },
     )
+    weight_decay: float = field(
+        default=0.0,
+        metadata={
+            "help": "c > 0: the first dense layer's prior set to the authors' Keras weight decay, "
+            "c/N times its squared weights per image (their script: 3.5); 0: length-scale sqrt(0.1)",
+            "minimum": 0,
+        },
+    )
     batch_size: int = field(default=128, metadata={"help": "minibatch size", "positive": True})
     lr: float = field(default=1e-3, metadata={"help": "Adam's learning rate", "positive": True})
     warm: bool = field(default=False, metadata={"help": "go on from the last round's network"})

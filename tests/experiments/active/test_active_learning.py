@@ -29,11 +29,13 @@ def test_each_function_runs_from_the_balanced_start_and_a_rerun_resumes(images, 
     run = results["runs"]["bald"]["0"]
     assert run["labelled"] == [20, 25, 30]  # two of each digit, then k = 5 a round to max_labels
     assert all(0 <= e <= 1 for e in run["error"]) and len(run["error"]) == 3
+    assert all(0 <= e <= 1 for e in run["error_dropout_off"]) and len(run["error_dropout_off"]) == 3
     assert (tmp_path / "active_learning.png").stat().st_size > 0
     assert "| bald | 1 |" in capsys.readouterr().out
     kept = (tmp_path / "results.json").read_text()
     before = json.loads(kept)
-    del before["settings"]["steps"]  # a file written before --steps existed: made as --steps 0 makes it
+    for added in ("steps", "weight_decay"):  # a file written before they existed: made as 0 makes it
+        del before["settings"][added]
     (tmp_path / "results.json").write_text(json.dumps(before))
     assert main([*args, "--acquisitions", "bald"]) == 0  # resumed, nothing to redo
     assert main([*args, "--acquisitions", "bald,random,max_entropy"]) == 0  # adds the new one only
@@ -94,3 +96,56 @@ def test_steps_add_passes_until_a_round_has_taken_them():
     assert passes(300, s) == 134  # three minibatches a pass: ceil(400 / 3)
     assert passes(1000, s) == 50  # eight a pass: the 50 epochs already take 400 steps
     assert passes(20, ActiveSettings(epochs=50, steps=0)) == 50  # steps 0: the epochs alone
+
+
+def test_the_paper_table_sets_each_mark_beside_the_papers_count():
+    from pyro_dropout_experiments.active.figure import PAPER_TABLE_1, paper_table
+
+    run = {"error": [0.3, 0.04], "to_0.1": 200, "to_0.05": 600}
+    results = {"runs": {"bald": {"0": run, "1": {**run, "to_0.1": 220, "to_0.05": None}}}}
+    ten, five = PAPER_TABLE_1["bald"]
+    at_ten = paper_table([("ours", results)])
+    assert f"| bald | {ten} | {1.5 * ten:.0f} | 210 |" in at_ten
+    assert "| random | 255 | 382 | not run |" in at_ten
+    at_five = paper_table([("ours", results)], error=0.05)
+    assert f"| bald | {five} | {1.5 * five:.0f} | 600 (1 of 2 runs) |" in at_five
+    with pytest.raises(ValueError, match="paper's marks"):
+        paper_table([("ours", results)], error=0.2)
+
+
+def test_weight_decay_gives_the_first_dense_layer_the_authors_decay_and_leaves_the_rest():
+    """Per image, the KL of a weight of mean M under dropout p is l^2 M^2 / (2N(1 - p)) (maths.md);
+    the authors' Keras decay is (c/N) M^2: so l^2 / (2(1 - p)) = c on fc1 alone."""
+    import math
+
+    from pyro_dropout_experiments.active.model import DENSE_RATE, network
+    from pyro_dropout_experiments.active.settings import ActiveSettings
+
+    plain, decayed = network(ActiveSettings()), network(ActiveSettings(weight_decay=3.5))
+    length = 1 / float(decayed.fc1.prior_weight_scale)
+    assert length**2 / (2 * (1 - DENSE_RATE)) == pytest.approx(3.5, rel=1e-6)
+    assert float(decayed.fc1.prior_bias_scale) == pytest.approx(1 / math.sqrt(0.1))
+    for name in ("conv1", "conv2", "fc2"):
+        assert float(getattr(decayed, name).prior_weight_scale) == pytest.approx(1 / math.sqrt(0.1))
+    assert float(plain.fc1.prior_weight_scale) == pytest.approx(1 / math.sqrt(0.1))
+
+
+def test_the_dropout_off_error_is_one_pass_at_the_expected_weights_and_draws_nothing(images):
+    import pyro
+    import torch
+
+    from pyro_dropout.prediction import predict_standard
+    from pyro_dropout_experiments.active.model import fitter, load_pool
+    from pyro_dropout_experiments.active.run import standard_error
+    from pyro_dropout_experiments.active.settings import ActiveSettings
+
+    s = ActiveSettings(epochs=2, test_size=60)
+    x, y, x_test, y_test = load_pool(s, images)
+    pair = fitter(s, 0)(x[:40], y[:40])
+    pyro.set_rng_seed(3)
+    state = torch.get_rng_state()
+    error = standard_error(pair, x_test, y_test, rows=16)  # in four parts, the last of 12 rows
+    assert torch.equal(torch.get_rng_state(), state)
+    whole = predict_standard(*pair, x_test)
+    probs = next(v for k, v in whole.probs.items() if whole.kinds.get(k) == "likelihood")
+    assert error == int((probs[0].argmax(-1) != y_test).sum()) / len(y_test)
