@@ -109,6 +109,9 @@ def test_the_paper_table_sets_each_mark_beside_the_papers_count():
     assert "| random | 255 | 382 | not run |" in at_ten
     at_five = paper_table([("ours", results)], error=0.05)
     assert f"| bald | {five} | {1.5 * five:.0f} | 600 (1 of 2 runs) |" in at_five
+    assert "| bald | 145 | 218 | not recorded |" in paper_table([("ours", results)], dropout_off=True)
+    off = {"runs": {"bald": {"0": {**run, "to_0.1_dropout_off": 150}}}}
+    assert "| bald | 145 | 218 | 150 |" in paper_table([("ours", off)], dropout_off=True)
     with pytest.raises(ValueError, match="paper's marks"):
         paper_table([("ours", results)], error=0.2)
 
