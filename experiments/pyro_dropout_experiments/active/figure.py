@@ -12,7 +12,7 @@ from pyro_dropout.export import pyplot
 
 from ..core import save_figure
 
-__all__ = ["PAPER_TABLE_1", "active_figure", "active_table", "paper_table"]
+__all__ = ["PAPER_TABLE_1", "active_figure", "active_table", "paper_table", "pooled"]
 
 
 # Gal, Islam & Ghahramani (2017), Table 1: the acquired images each function needed to reach 10%
@@ -25,6 +25,16 @@ PAPER_TABLE_1: dict[str, tuple[int, int]] = {
     "max_entropy": (165, 355),
     "random": (255, 835),
 }
+
+
+def pooled(*results: dict[str, Any]) -> dict[str, Any]:
+    """One results dict holding every run of each of ``results`` (runs made with the same settings
+    up to the rounds compared, kept in separate files): run ``seed`` of the i-th is ``"i:seed"``."""
+    runs: dict[str, dict[str, Any]] = {}
+    for i, result in enumerate(results):
+        for acquisition, by_seed in result["runs"].items():
+            runs.setdefault(acquisition, {}).update({f"{i}:{seed}": r for seed, r in by_seed.items()})
+    return {"runs": runs}
 
 
 def _curves(runs: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:

@@ -152,3 +152,14 @@ def test_the_dropout_off_error_is_one_pass_at_the_expected_weights_and_draws_not
     whole = predict_standard(*pair, x_test)
     probs = next(v for k, v in whole.probs.items() if whole.kinds.get(k) == "likelihood")
     assert error == int((probs[0].argmax(-1) != y_test).sum()) / len(y_test)
+
+
+def test_pooled_keeps_every_run_of_each_file_apart():
+    from pyro_dropout_experiments.active.figure import active_table, pooled
+
+    a = {"runs": {"bald": {"0": {"error": [0.04], "to_0.1": 200, "to_0.05": None}}}}
+    b = {"runs": {"bald": {"0": {"error": [0.02], "to_0.1": 240, "to_0.05": 400}}, "random": {}}}
+    both = pooled(a, b)
+    assert sorted(both["runs"]["bald"]) == ["0:0", "1:0"] and both["runs"]["random"] == {}
+    table = active_table({"runs": {"bald": both["runs"]["bald"]}})
+    assert "| bald | 2 | 220 | 400 (1 of 2 runs) | 3.00% |" in table
