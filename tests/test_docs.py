@@ -240,15 +240,24 @@ def test_the_language_model_table_is_the_stored_run():
 def test_the_active_learning_tables_are_the_stored_runs():
     """docs/active-learning.md's tables are active_table and paper_table of the runs kept in
     docs/results/active-learning (the paper's column: PAPER_TABLE_1)."""
-    from pyro_dropout_experiments.active.figure import active_table, paper_table
+    from pyro_dropout_experiments.active.figure import active_table, paper_table, pooled
 
     docs = Path(__file__).resolve().parents[1] / "docs"
     kept = docs / "results" / "active-learning"
-    epochs, steps = (json.loads((kept / name / "results.json").read_text()) for name in ("mnist", "steps"))
+    names = ("mnist", "steps", "to-1000", "weight-decay/a", "weight-decay/b")
+    epochs, steps, full, *decayed = (json.loads((kept / n / "results.json").read_text()) for n in names)
+    decay = pooled(*decayed)
     page = (docs / "active-learning.md").read_text()
-    assert active_table(epochs) in page and active_table(steps) in page
-    columns = [("50 epochs a round, to 300", epochs), ("at least 400 steps a round, to 300", steps)]
+    for results in (epochs, steps, full, *decayed):
+        assert active_table(results) in page
+    columns = [
+        ("50 epochs a round, to 300", epochs),
+        ("at least 400 steps a round (3 runs; random: 2, to 300)", pooled(steps, full)),
+        ("the same with the authors' weight decay, 1 run", decay),
+    ]
     assert paper_table(columns) in page
+    assert paper_table([("at least 400 steps a round, to 1,000", full)], error=0.05) in page
+    assert paper_table([("dropout off", decay)], dropout_off=True) in page
 
 
 def test_the_pages_cite_the_papers_one_way():

@@ -50,7 +50,12 @@ def active_figure(results: dict[str, Any], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(5.6, 3.8))
     for acquisition, runs in sorted(results["runs"].items()):
         labelled, errors = _curves(runs)
-        line = ax.plot(labelled, 100 * errors.mean(0), label=f"{acquisition} ({len(runs)} runs)", lw=1.4)
+        line = ax.plot(
+            labelled,
+            100 * errors.mean(0),
+            label=f"{acquisition} ({len(runs)} run{'s' * (len(runs) != 1)})",
+            lw=1.4,
+        )
         if len(runs) > 1:
             low, high = 100 * errors.min(0), 100 * errors.max(0)
             ax.fill_between(labelled, low, high, color=line[0].get_color(), alpha=0.15, lw=0)
