@@ -189,3 +189,10 @@ def test_the_performance_figure_is_drawn_from_the_stored_runs(tmp_path):
     # every path it plots has a ratio in every stored run of the benchmark of record
     runs = tool.speed_record_tool().load(tool.RECORD)
     assert all(tool.speed_record_tool().ratios(runs, kind, list(tool.CASES)) for kind in tool.TRAINING)
+
+
+def test_the_layout_check_names_a_missing_browser_and_how_to_get_one(tmp_path, capsys):
+    tool = load_script("tools", "docs_layout")
+    assert tool.main([str(tmp_path), "--browser", str(tmp_path / "chromium")]) == 2
+    said = capsys.readouterr().err
+    assert f"no Chromium at {tmp_path / 'chromium'}" in said and "apt-get install chromium" in said

@@ -91,6 +91,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pages", nargs="+", default=PAGES)
     parser.add_argument("--browser", default=shutil.which("chromium") or "/usr/bin/chromium")
     args = parser.parse_args(argv)
+    if not Path(args.browser).is_file():
+        print(
+            f"docs_layout: no Chromium at {args.browser}: install Debian's package "
+            "(apt-get install chromium) or pass --browser PATH",
+            file=sys.stderr,
+        )
+        return 2
     problems = []
     for width in args.width or [1280, 390]:
         problems += check(Path(args.site), Path(args.out), width, args.pages, args.browser)
