@@ -21,7 +21,7 @@ from .figure import active_figure
 from .model import fitter, load_pool
 from .settings import ActiveSettings
 
-__all__ = ["images_to_reach", "run_active", "standard_error"]
+__all__ = ["dropout_off_error", "images_to_reach", "run_active"]
 
 # runs with these settings differing still belong together (which runs, not how each is run)
 _WHICH = ("acquisitions", "repeats")
@@ -34,7 +34,7 @@ def images_to_reach(labelled: list[float], errors: list[float], error: float) ->
     return next((n for n, e in zip(labelled, errors, strict=True) if e <= error), None)
 
 
-def standard_error(pair: tuple[Any, Any], x: torch.Tensor, y: torch.Tensor, rows: int = 1024) -> float:
+def dropout_off_error(pair: tuple[Any, Any], x: torch.Tensor, y: torch.Tensor, rows: int = 1024) -> float:
     """The test error with dropout off (one pass at the expected weights), as the authors' Keras
     script measures it (``model.evaluate``); no random state is touched, so a run that records it
     draws what one that did not would have."""
@@ -69,7 +69,7 @@ def _one_run(acquisition: str, seed: int, data: tuple, s: ActiveSettings, bar: A
 
     def dropout_off() -> float:
         assert learner.pair is not None, "a round trains first"
-        return standard_error(learner.pair, x_test, y_test)
+        return dropout_off_error(learner.pair, x_test, y_test)
 
     while len(learner.labelled) + s.k <= s.max_labels:
         learner.round()

@@ -139,7 +139,7 @@ def test_the_dropout_off_error_is_one_pass_at_the_expected_weights_and_draws_not
 
     from pyro_dropout.prediction import predict_standard
     from pyro_dropout_experiments.active.model import fitter, load_pool
-    from pyro_dropout_experiments.active.run import standard_error
+    from pyro_dropout_experiments.active.run import dropout_off_error
     from pyro_dropout_experiments.active.settings import ActiveSettings
 
     s = ActiveSettings(epochs=2, test_size=60)
@@ -147,7 +147,7 @@ def test_the_dropout_off_error_is_one_pass_at_the_expected_weights_and_draws_not
     pair = fitter(s, 0)(x[:40], y[:40])
     pyro.set_rng_seed(3)
     state = torch.get_rng_state()
-    error = standard_error(pair, x_test, y_test, rows=16)  # in four parts, the last of 12 rows
+    error = dropout_off_error(pair, x_test, y_test, rows=16)  # in four parts, the last of 12 rows
     assert torch.equal(torch.get_rng_state(), state)
     whole = predict_standard(*pair, x_test)
     probs = next(v for k, v in whole.probs.items() if whole.kinds.get(k) == "likelihood")
