@@ -42,8 +42,8 @@ def dropout_off_error(pair: tuple[Any, Any], x: torch.Tensor, y: torch.Tensor, r
     with torch.random.fork_rng(devices=[]):
         for i in range(0, len(x), rows):
             pred = predict_standard(*pair, x[i : i + rows])
-            probs = next(v for k, v in pred.probs.items() if pred.kinds.get(k) == "likelihood")
-            wrong += int((probs[0].argmax(-1) != y[i : i + rows]).sum())
+            (site,) = pred.likelihood_sites()  # the network's one likelihood
+            wrong += int((pred.probs[site][0].argmax(-1) != y[i : i + rows]).sum())
     return wrong / len(x)
 
 
